@@ -1,0 +1,152 @@
+#pragma once
+// Events (inputs), effects (outputs) and event errors of the scheduler
+// (contract: docs/CONTRACT.md, sections 3 and 4).
+#include <cstdint>
+#include <optional>
+
+namespace fairpool::core {
+
+using nanos = std::uint64_t;
+inline constexpr nanos never = ~nanos{0};
+
+enum class event_kind : std::uint8_t {
+    start, acquire, cancel, deregister, release, spawned, spawn_failed, retired, died, tick, shutdown,
+};
+inline constexpr int event_kind_count = 11;
+
+enum class release_outcome : std::uint8_t { clean, dirty };
+
+struct event {
+    event_kind kind = event_kind::tick;
+    nanos now = 0;
+    std::uint64_t waiter = 0;                 // acquire, cancel
+    std::uint64_t handle = 0;                 // acquire, deregister
+    std::optional<nanos> deadline;            // acquire
+    std::optional<std::uint64_t> weight;      // acquire (1..65535)
+    std::uint32_t slot = 0;                   // release, spawned, spawn_failed, retired, died
+    std::uint64_t lease = 0;                  // release
+    release_outcome outcome = release_outcome::clean;  // release
+
+    static event start(nanos now) { return {event_kind::start, now}; }
+    static event acquire(nanos now, std::uint64_t waiter, std::uint64_t handle,
+                         std::optional<nanos> deadline = {}, std::optional<std::uint64_t> weight = {}) {
+        event e{event_kind::acquire, now};
+        e.waiter = waiter, e.handle = handle, e.deadline = deadline, e.weight = weight;
+        return e;
+    }
+    static event cancel(nanos now, std::uint64_t waiter) {
+        event e{event_kind::cancel, now};
+        e.waiter = waiter;
+        return e;
+    }
+    static event deregister(nanos now, std::uint64_t handle) {
+        event e{event_kind::deregister, now};
+        e.handle = handle;
+        return e;
+    }
+    static event release(nanos now, std::uint32_t slot, std::uint64_t lease,
+                         release_outcome outcome = release_outcome::clean) {
+        event e{event_kind::release, now};
+        e.slot = slot, e.lease = lease, e.outcome = outcome;
+        return e;
+    }
+    static event of_slot(event_kind kind, nanos now, std::uint32_t slot) {
+        event e{kind, now};
+        e.slot = slot;
+        return e;
+    }
+    static event spawned(nanos now, std::uint32_t slot) { return of_slot(event_kind::spawned, now, slot); }
+    static event spawn_failed(nanos now, std::uint32_t slot) { return of_slot(event_kind::spawn_failed, now, slot); }
+    static event retired(nanos now, std::uint32_t slot) { return of_slot(event_kind::retired, now, slot); }
+    static event died(nanos now, std::uint32_t slot) { return of_slot(event_kind::died, now, slot); }
+    static event tick(nanos now) { return {event_kind::tick, now}; }
+    static event shutdown(nanos now) { return {event_kind::shutdown, now}; }
+
+    friend bool operator==(const event&, const event&) = default;
+};
+
+// Returned by step(); anything but `ok` means the event changed nothing.
+// Listed in the order the checks run.
+enum class event_error : std::uint8_t {
+    ok,
+    not_started,
+    already_started,
+    time_went_backwards,
+    bad_slot,
+    bad_weight,
+    duplicate_waiter,
+    stale_lease,
+    not_spawning,
+    not_retiring,
+    not_idle,
+};
+inline constexpr int event_error_count = 11;
+
+enum class effect_kind : std::uint8_t { grant, reject, spawn, retire, leak_suspected, closed };
+inline constexpr int effect_kind_count = 6;
+
+enum class reject_reason : std::uint8_t { saturated, timeout, cancelled, deregistered, closed };
+inline constexpr int reject_reason_count = 5;
+
+enum class retire_reason : std::uint8_t { dirty, max_uses, max_lifetime, idle, died, shutdown };
+inline constexpr int retire_reason_count = 6;
+
+struct effect {
+    effect_kind kind = effect_kind::closed;
+    std::uint64_t waiter = 0;  // grant, reject
+    std::uint32_t slot = 0;    // grant, spawn, retire, leak_suspected
+    std::uint64_t lease = 0;   // grant, leak_suspected
+    reject_reason rejected = reject_reason::saturated;  // reject
+    retire_reason retired = retire_reason::dirty;       // retire
+
+    static effect grant(std::uint64_t waiter, std::uint32_t slot, std::uint64_t lease) {
+        effect f{effect_kind::grant};
+        f.waiter = waiter, f.slot = slot, f.lease = lease;
+        return f;
+    }
+    static effect reject(std::uint64_t waiter, reject_reason why) {
+        effect f{effect_kind::reject};
+        f.waiter = waiter, f.rejected = why;
+        return f;
+    }
+    static effect spawn(std::uint32_t slot) {
+        effect f{effect_kind::spawn};
+        f.slot = slot;
+        return f;
+    }
+    static effect retire(std::uint32_t slot, retire_reason why) {
+        effect f{effect_kind::retire};
+        f.slot = slot, f.retired = why;
+        return f;
+    }
+    static effect leak_suspected(std::uint32_t slot, std::uint64_t lease) {
+        effect f{effect_kind::leak_suspected};
+        f.slot = slot, f.lease = lease;
+        return f;
+    }
+    static effect closed() { return effect{effect_kind::closed}; }
+
+    friend bool operator==(const effect&, const effect&) = default;
+};
+
+// Receives the effects of one step, in order. Must not call back into the scheduler.
+class effect_sink {
+public:
+    virtual void on_effect(const effect& e) = 0;
+
+protected:
+    ~effect_sink() = default;
+};
+
+enum class slot_state : std::uint8_t { empty, spawning, idle, leased, retiring };
+inline constexpr int slot_state_count = 5;
+
+[[nodiscard]] const char* to_string(event_kind k) noexcept;
+[[nodiscard]] const char* to_string(release_outcome o) noexcept;
+[[nodiscard]] const char* to_string(event_error e) noexcept;
+[[nodiscard]] const char* to_string(effect_kind k) noexcept;
+[[nodiscard]] const char* to_string(reject_reason r) noexcept;
+[[nodiscard]] const char* to_string(retire_reason r) noexcept;
+[[nodiscard]] const char* to_string(slot_state s) noexcept;
+
+}  // namespace fairpool::core

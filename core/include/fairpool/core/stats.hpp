@@ -1,0 +1,35 @@
+#pragma once
+// Counters and gauges of the scheduler (contract: docs/CONTRACT.md, section 9).
+#include <array>
+#include <bit>
+#include <cstdint>
+
+#include "fairpool/core/event.hpp"
+
+namespace fairpool::core {
+
+// Bucket 0 holds waits of 0 ns; bucket i > 0 holds waits in [2^(i-1), 2^i) ns.
+inline constexpr int wait_histogram_buckets = 65;
+
+[[nodiscard]] constexpr int wait_bucket(nanos wait) noexcept { return std::bit_width(wait); }
+
+struct stats {
+    std::uint64_t acquires = 0;  // valid acquire events, whatever their outcome
+    std::uint64_t grants_immediate = 0;
+    std::uint64_t grants_after_wait = 0;
+    std::array<std::uint64_t, reject_reason_count> rejections{};  // by reject_reason
+    std::uint64_t spawns = 0;
+    std::uint64_t spawn_failures = 0;
+    std::array<std::uint64_t, retire_reason_count> retirements{};  // by retire_reason
+    std::uint64_t leaks_suspected = 0;
+    // Gauges.
+    std::uint64_t queued_waiters = 0;
+    std::uint64_t active_handles = 0;
+    std::array<std::uint64_t, slot_state_count> slots{};  // by slot_state
+    // Time from acquire to grant, immediate grants included.
+    std::array<std::uint64_t, wait_histogram_buckets> wait_histogram{};
+
+    friend bool operator==(const stats&, const stats&) = default;
+};
+
+}  // namespace fairpool::core

@@ -1,0 +1,55 @@
+// Names of enumerators, as they are spelled in traces and messages.
+#include "fairpool/core/event.hpp"
+
+namespace fairpool::core {
+
+namespace {
+
+template <typename Enum, std::size_t N>
+const char* name_of(Enum value, const char* const (&names)[N]) noexcept {
+    const auto index = static_cast<std::size_t>(value);
+    return index < N ? names[index] : "?";
+}
+
+}  // namespace
+
+const char* to_string(event_kind k) noexcept {
+    static const char* const names[] = {"start",   "acquire",      "cancel",  "deregister",
+                                        "release", "spawned",      "spawn_failed", "retired",
+                                        "died",    "tick",         "shutdown"};
+    return name_of(k, names);
+}
+
+const char* to_string(release_outcome o) noexcept {
+    static const char* const names[] = {"clean", "dirty"};
+    return name_of(o, names);
+}
+
+const char* to_string(event_error e) noexcept {
+    static const char* const names[] = {"ok",           "not_started",      "already_started", "time_went_backwards",
+                                        "bad_slot",     "bad_weight",       "duplicate_waiter", "stale_lease",
+                                        "not_spawning", "not_retiring",     "not_idle"};
+    return name_of(e, names);
+}
+
+const char* to_string(effect_kind k) noexcept {
+    static const char* const names[] = {"grant", "reject", "spawn", "retire", "leak_suspected", "closed"};
+    return name_of(k, names);
+}
+
+const char* to_string(reject_reason r) noexcept {
+    static const char* const names[] = {"saturated", "timeout", "cancelled", "deregistered", "closed"};
+    return name_of(r, names);
+}
+
+const char* to_string(retire_reason r) noexcept {
+    static const char* const names[] = {"dirty", "max_uses", "max_lifetime", "idle", "died", "shutdown"};
+    return name_of(r, names);
+}
+
+const char* to_string(slot_state s) noexcept {
+    static const char* const names[] = {"empty", "spawning", "idle", "leased", "retiring"};
+    return name_of(s, names);
+}
+
+}  // namespace fairpool::core
