@@ -27,31 +27,36 @@ struct event {
     std::uint64_t lease = 0;                  // release
     release_outcome outcome = release_outcome::clean;  // release
 
-    static event start(nanos now) { return {event_kind::start, now}; }
+    static event of(event_kind kind, nanos now) {
+        event e;
+        e.kind = kind, e.now = now;
+        return e;
+    }
+    static event start(nanos now) { return of(event_kind::start, now); }
     static event acquire(nanos now, std::uint64_t waiter, std::uint64_t handle,
                          std::optional<nanos> deadline = {}, std::optional<std::uint64_t> weight = {}) {
-        event e{event_kind::acquire, now};
+        event e = of(event_kind::acquire, now);
         e.waiter = waiter, e.handle = handle, e.deadline = deadline, e.weight = weight;
         return e;
     }
     static event cancel(nanos now, std::uint64_t waiter) {
-        event e{event_kind::cancel, now};
+        event e = of(event_kind::cancel, now);
         e.waiter = waiter;
         return e;
     }
     static event deregister(nanos now, std::uint64_t handle) {
-        event e{event_kind::deregister, now};
+        event e = of(event_kind::deregister, now);
         e.handle = handle;
         return e;
     }
     static event release(nanos now, std::uint32_t slot, std::uint64_t lease,
                          release_outcome outcome = release_outcome::clean) {
-        event e{event_kind::release, now};
+        event e = of(event_kind::release, now);
         e.slot = slot, e.lease = lease, e.outcome = outcome;
         return e;
     }
     static event of_slot(event_kind kind, nanos now, std::uint32_t slot) {
-        event e{kind, now};
+        event e = of(kind, now);
         e.slot = slot;
         return e;
     }
@@ -59,8 +64,8 @@ struct event {
     static event spawn_failed(nanos now, std::uint32_t slot) { return of_slot(event_kind::spawn_failed, now, slot); }
     static event retired(nanos now, std::uint32_t slot) { return of_slot(event_kind::retired, now, slot); }
     static event died(nanos now, std::uint32_t slot) { return of_slot(event_kind::died, now, slot); }
-    static event tick(nanos now) { return {event_kind::tick, now}; }
-    static event shutdown(nanos now) { return {event_kind::shutdown, now}; }
+    static event tick(nanos now) { return of(event_kind::tick, now); }
+    static event shutdown(nanos now) { return of(event_kind::shutdown, now); }
 
     friend bool operator==(const event&, const event&) = default;
 };
@@ -99,32 +104,37 @@ struct effect {
     reject_reason rejected = reject_reason::saturated;  // reject
     retire_reason retired = retire_reason::dirty;       // retire
 
+    static effect of(effect_kind kind) {
+        effect f;
+        f.kind = kind;
+        return f;
+    }
     static effect grant(std::uint64_t waiter, std::uint32_t slot, std::uint64_t lease) {
-        effect f{effect_kind::grant};
+        effect f = of(effect_kind::grant);
         f.waiter = waiter, f.slot = slot, f.lease = lease;
         return f;
     }
     static effect reject(std::uint64_t waiter, reject_reason why) {
-        effect f{effect_kind::reject};
+        effect f = of(effect_kind::reject);
         f.waiter = waiter, f.rejected = why;
         return f;
     }
     static effect spawn(std::uint32_t slot) {
-        effect f{effect_kind::spawn};
+        effect f = of(effect_kind::spawn);
         f.slot = slot;
         return f;
     }
     static effect retire(std::uint32_t slot, retire_reason why) {
-        effect f{effect_kind::retire};
+        effect f = of(effect_kind::retire);
         f.slot = slot, f.retired = why;
         return f;
     }
     static effect leak_suspected(std::uint32_t slot, std::uint64_t lease) {
-        effect f{effect_kind::leak_suspected};
+        effect f = of(effect_kind::leak_suspected);
         f.slot = slot, f.lease = lease;
         return f;
     }
-    static effect closed() { return effect{effect_kind::closed}; }
+    static effect closed() { return of(effect_kind::closed); }
 
     friend bool operator==(const effect&, const effect&) = default;
 };

@@ -1,0 +1,12 @@
+#pragma once
+// Invariant checks that stay on in every build: a broken invariant in the core is a
+// bug that must stop the process at once, not corrupt a pool quietly.
+
+namespace fairpool::core::detail {
+
+[[noreturn]] void assertion_failed(const char* expression, const char* file, int line) noexcept;
+
+}  // namespace fairpool::core::detail
+
+#define FAIRPOOL_ASSERT(expression) \
+    ((expression) ? void(0) : ::fairpool::core::detail::assertion_failed(#expression, __FILE__, __LINE__))

@@ -1,0 +1,53 @@
+#pragma once
+// Intrusive doubly linked lists over the indices 0..N-1 of a fixed table.
+// Many lists may share one `list_links` table as long as every index is in at most
+// one of them (e.g. one FIFO of waiters per handle). All operations are O(1) and
+// allocate nothing after the links table is sized.
+#include <cstdint>
+#include <vector>
+
+#include "fairpool/core/detail/assert.hpp"
+
+namespace fairpool::core::detail {
+
+inline constexpr std::uint32_t no_index = ~std::uint32_t{0};
+
+struct list_ends {
+    std::uint32_t head = no_index;
+    std::uint32_t tail = no_index;
+    std::uint32_t size = 0;
+
+    [[nodiscard]] bool empty() const noexcept { return size == 0; }
+};
+
+class list_links {
+public:
+    explicit list_links(std::uint32_t capacity) : prev_(capacity, no_index), next_(capacity, no_index) {}
+
+    void push_back(list_ends& list, std::uint32_t i) noexcept {
+        FAIRPOOL_ASSERT(i < prev_.size());
+        prev_[i] = list.tail;
+        next_[i] = no_index;
+        if (list.tail == no_index) list.head = i; else next_[list.tail] = i;
+        list.tail = i;
+        ++list.size;
+    }
+
+    void remove(list_ends& list, std::uint32_t i) noexcept {
+        FAIRPOOL_ASSERT(list.size > 0);
+        const std::uint32_t p = prev_[i];
+        const std::uint32_t n = next_[i];
+        if (p == no_index) { FAIRPOOL_ASSERT(list.head == i); list.head = n; } else next_[p] = n;
+        if (n == no_index) { FAIRPOOL_ASSERT(list.tail == i); list.tail = p; } else prev_[n] = p;
+        prev_[i] = next_[i] = no_index;
+        --list.size;
+    }
+
+    [[nodiscard]] std::uint32_t next(std::uint32_t i) const noexcept { return next_[i]; }
+
+private:
+    std::vector<std::uint32_t> prev_;
+    std::vector<std::uint32_t> next_;
+};
+
+}  // namespace fairpool::core::detail

@@ -1,0 +1,148 @@
+#pragma once
+// fairpool's scheduler: a pure, deterministic state machine. Events in (with the time
+// as an input), effects out, nothing else: it never reads a clock, never performs I/O,
+// never logs and never allocates after construction. The contract is docs/CONTRACT.md.
+//
+// Cost of one step: O(log W + log S + effects) for W queued waiters and S slots.
+// Every table is sized from the config at construction:
+//   slots, idle order, leak order, lifetime heap, empty-slot heap ..... max_slots
+//   waiters, deadline heap, waiter ids, active handles, handle ids .... max_waiters
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "fairpool/core/config.hpp"
+#include "fairpool/core/detail/bounded_vector.hpp"
+#include "fairpool/core/detail/id_map.hpp"
+#include "fairpool/core/detail/index_list.hpp"
+#include "fairpool/core/detail/indexed_heap.hpp"
+#include "fairpool/core/event.hpp"
+#include "fairpool/core/stats.hpp"
+
+namespace fairpool::core {
+
+class scheduler {
+public:
+    // Throws config_error, naming the field, if the config is invalid. `hash_seed`
+    // keys the id tables; it never changes any output. Without one, a random seed.
+    explicit scheduler(const config& config);
+    scheduler(const config& config, std::uint64_t hash_seed);
+
+    // One step (section 5): validate, expire, apply, hand out, plan spawns, close.
+    // Effects go to `sink` in contract order. An error return means nothing changed.
+    event_error step(const event& e, effect_sink& sink);
+
+    // The earliest time at which a `tick` would emit an effect; nullopt if none.
+    [[nodiscard]] std::optional<nanos> next_deadline() const noexcept;
+
+    [[nodiscard]] const stats& counters() const noexcept { return stats_; }
+    [[nodiscard]] const config& configuration() const noexcept { return config_; }
+    [[nodiscard]] slot_state slot(std::uint32_t index) const noexcept { return slots_[index].state; }
+
+private:
+    struct slot_record {
+        slot_state state = slot_state::empty;
+        nanos birth = 0;        // now of its `spawned`
+        nanos idle_since = 0;   // now of the step it last became idle
+        nanos granted_at = 0;   // now of the grant of the current lease
+        std::uint64_t lease = 0;
+        std::uint64_t uses = 0;  // grants since birth
+        bool leak_unreported = false;  // in unreported_leases_
+    };
+    struct waiter_record {
+        std::uint64_t id = 0;
+        std::uint32_t handle = detail::no_index;  // index into handles_
+        nanos deadline = never;
+        nanos arrived_at = 0;
+        std::uint64_t arrival = 0;  // admission order, ties deadlines
+    };
+    struct handle_record {
+        std::uint64_t id = 0;
+        std::uint64_t weight = 1;
+        std::uint64_t turn = 0;    // grants since it reached the front
+        detail::list_ends waiters;  // FIFO, links in handle_links_
+    };
+
+    event_error validate(const event& e) const noexcept;
+    event_error validate_slot(const event& e, slot_state needed, event_error otherwise) const noexcept;
+
+    // Section 5, step 2.
+    void expire(effect_sink& sink);
+    void expire_waiters(effect_sink& sink);
+    void report_leaks(effect_sink& sink);
+    void retire_aged_idle(effect_sink& sink);
+    void retire_idle_timeouts(effect_sink& sink);
+    // Step 3.
+    void apply(const event& e, effect_sink& sink);
+    void acquire(const event& e, effect_sink& sink);
+    void cancel(std::uint64_t waiter_id, effect_sink& sink);
+    void deregister(std::uint64_t handle_id, effect_sink& sink);
+    void release(const event& e, effect_sink& sink);
+    void spawned(std::uint32_t slot, effect_sink& sink);
+    void spawn_failed(std::uint32_t slot);
+    void shutdown(effect_sink& sink);
+    // Steps 4 to 6.
+    void hand_out(effect_sink& sink);
+    void plan_spawns(effect_sink& sink);
+    void close_if_done(effect_sink& sink);
+
+    // Waiters and handles.
+    void enqueue(const event& e, nanos deadline);
+    std::uint32_t next_waiter() const noexcept;
+    void grant_queued(std::uint32_t waiter, effect_sink& sink);
+    void reject_queued(std::uint32_t waiter, reject_reason why, effect_sink& sink);
+    void remove_waiter(std::uint32_t waiter) noexcept;
+    [[nodiscard]] nanos effective_deadline(const event& e) const noexcept;
+
+    // Slots.
+    void set_state(std::uint32_t slot, slot_state next) noexcept;
+    std::uint32_t take_idle_slot() noexcept;
+    void grant(std::uint64_t waiter_id, std::uint32_t slot, nanos arrived_at, effect_sink& sink);
+    void become_idle(std::uint32_t slot) noexcept;
+    void leave_idle(std::uint32_t slot) noexcept;
+    void end_lease(std::uint32_t slot) noexcept;
+    void retire(std::uint32_t slot, retire_reason why, effect_sink& sink);
+    void become_empty(std::uint32_t slot) noexcept;
+    void retire_sorted_scratch(retire_reason why, effect_sink& sink);
+    [[nodiscard]] std::int64_t spawn_budget() const noexcept;
+    [[nodiscard]] std::uint64_t count(slot_state s) const noexcept;
+    [[nodiscard]] std::uint64_t live() const noexcept;
+
+    void emit(effect_sink& sink, const effect& f);
+
+    config config_;
+    bool started_ = false;
+    bool shutting_down_ = false;
+    bool closed_ = false;
+    nanos now_ = 0;
+    std::uint64_t last_lease_ = 0;
+    std::uint64_t arrivals_ = 0;
+    std::uint64_t spawn_failures_in_a_row_ = 0;
+    nanos backoff_end_ = 0;
+    stats stats_;
+
+    std::vector<slot_record> slots_;
+    detail::list_links idle_links_;
+    detail::list_ends idle_order_;           // oldest idle first
+    detail::list_links leak_links_;
+    detail::list_ends unreported_leases_;    // slots by grant time (leak_threshold > 0)
+    detail::indexed_heap aged_idle_;         // idle slots by (birth, slot) (max_lifetime > 0)
+    detail::indexed_heap empty_slots_;       // by slot index
+    detail::bounded_vector<std::uint32_t> scratch_;    // slot indices to sort, capacity max_slots
+
+    std::vector<waiter_record> waiters_;
+    detail::bounded_vector<std::uint32_t> free_waiters_;
+    detail::list_links arrival_links_;
+    detail::list_ends arrivals_order_;       // every queued waiter, by arrival
+    detail::list_links handle_links_;        // per-handle FIFOs
+    detail::indexed_heap deadlines_;         // waiters with a deadline, by (deadline, arrival)
+    detail::id_map waiter_ids_;
+
+    std::vector<handle_record> handles_;
+    detail::bounded_vector<std::uint32_t> free_handles_;
+    detail::list_links rotation_links_;
+    detail::list_ends rotation_;             // active handles; the front has the turn
+    detail::id_map handle_ids_;
+};
+
+}  // namespace fairpool::core

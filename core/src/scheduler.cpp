@@ -1,0 +1,455 @@
+#include "fairpool/core/scheduler.hpp"
+
+#include <algorithm>
+#include <random>
+
+namespace fairpool::core {
+
+namespace {
+
+using detail::no_index;
+
+constexpr nanos saturating_add(nanos a, nanos b) noexcept { return a > never - b ? never : a + b; }
+
+std::uint32_t u32(std::uint64_t v) noexcept { return static_cast<std::uint32_t>(v); }
+
+std::uint64_t random_seed() {
+    std::random_device device;
+    return (std::uint64_t{device()} << 32) ^ device();
+}
+
+// Free-list of table indices, highest index at the bottom so index 0 is used first.
+detail::bounded_vector<std::uint32_t> all_free(std::uint32_t n) {
+    detail::bounded_vector<std::uint32_t> free(n);
+    for (std::uint32_t i = n; i > 0; --i) free.push_back(i - 1);
+    return free;
+}
+
+}  // namespace
+
+scheduler::scheduler(const config& c) : scheduler(c, random_seed()) {}
+
+scheduler::scheduler(const config& c, std::uint64_t hash_seed)
+    : config_(checked(c)),
+      slots_(config_.max_slots),
+      idle_links_(u32(config_.max_slots)),
+      leak_links_(u32(config_.max_slots)),
+      aged_idle_(u32(config_.max_slots)),
+      empty_slots_(u32(config_.max_slots)),
+      scratch_(config_.max_slots),
+      waiters_(config_.max_waiters),
+      free_waiters_(all_free(u32(config_.max_waiters))),
+      arrival_links_(u32(config_.max_waiters)),
+      handle_links_(u32(config_.max_waiters)),
+      deadlines_(u32(config_.max_waiters)),
+      waiter_ids_(u32(config_.max_waiters), hash_seed),
+      handles_(config_.max_waiters),
+      free_handles_(all_free(u32(config_.max_waiters))),
+      rotation_links_(u32(config_.max_waiters)),
+      handle_ids_(u32(config_.max_waiters), hash_seed * 0x9e3779b97f4a7c15ULL + 1) {
+    for (std::uint32_t s = 0; s < config_.max_slots; ++s) empty_slots_.push(s, 0, s);
+    stats_.slots[static_cast<int>(slot_state::empty)] = config_.max_slots;
+}
+
+// ---------------------------------------------------------------------------------
+// Step (section 5)
+
+event_error scheduler::step(const event& e, effect_sink& sink) {
+    if (const event_error error = validate(e); error != event_error::ok) return error;
+    now_ = e.now;
+    if (e.kind == event_kind::start) started_ = true;
+    expire(sink);
+    apply(e, sink);
+    hand_out(sink);
+    plan_spawns(sink);
+    close_if_done(sink);
+    FAIRPOOL_ASSERT(idle_order_.empty() || arrivals_order_.empty());
+    FAIRPOOL_ASSERT(stats_.queued_waiters == arrivals_order_.size);
+    return event_error::ok;
+}
+
+event_error scheduler::validate(const event& e) const noexcept {
+    if (e.kind == event_kind::start) {
+        if (started_) return event_error::already_started;
+    } else if (!started_) {
+        return event_error::not_started;
+    }
+    if (e.now < now_) return event_error::time_went_backwards;
+    switch (e.kind) {
+        case event_kind::acquire:
+            if (e.weight && (*e.weight == 0 || *e.weight > max_weight)) return event_error::bad_weight;
+            if (waiter_ids_.find(e.waiter) != no_index) return event_error::duplicate_waiter;
+            return event_error::ok;
+        case event_kind::release:
+            if (e.slot >= config_.max_slots) return event_error::bad_slot;
+            if (slots_[e.slot].state != slot_state::leased || slots_[e.slot].lease != e.lease)
+                return event_error::stale_lease;
+            return event_error::ok;
+        case event_kind::spawned:
+        case event_kind::spawn_failed:
+            return validate_slot(e, slot_state::spawning, event_error::not_spawning);
+        case event_kind::retired: return validate_slot(e, slot_state::retiring, event_error::not_retiring);
+        case event_kind::died: return validate_slot(e, slot_state::idle, event_error::not_idle);
+        default: return event_error::ok;
+    }
+}
+
+event_error scheduler::validate_slot(const event& e, slot_state needed, event_error otherwise) const noexcept {
+    if (e.slot >= config_.max_slots) return event_error::bad_slot;
+    return slots_[e.slot].state == needed ? event_error::ok : otherwise;
+}
+
+// ---------------------------------------------------------------------------------
+// Step 2: time-driven work
+
+void scheduler::expire(effect_sink& sink) {
+    expire_waiters(sink);
+    report_leaks(sink);
+    retire_aged_idle(sink);
+    retire_idle_timeouts(sink);
+}
+
+void scheduler::expire_waiters(effect_sink& sink) {
+    while (!deadlines_.empty() && deadlines_.top().primary <= now_)
+        reject_queued(deadlines_.top().item, reject_reason::timeout, sink);
+}
+
+void scheduler::report_leaks(effect_sink& sink) {
+    if (config_.leak_threshold == 0) return;
+    scratch_.clear();
+    while (!unreported_leases_.empty()) {
+        const std::uint32_t s = unreported_leases_.head;
+        if (saturating_add(slots_[s].granted_at, config_.leak_threshold) > now_) break;
+        leak_links_.remove(unreported_leases_, s);
+        slots_[s].leak_unreported = false;
+        scratch_.push_back(s);
+    }
+    std::sort(scratch_.begin(), scratch_.end());
+    for (const std::uint32_t s : scratch_) {
+        ++stats_.leaks_suspected;
+        emit(sink, effect::leak_suspected(s, slots_[s].lease));
+    }
+}
+
+void scheduler::retire_aged_idle(effect_sink& sink) {
+    if (config_.max_lifetime == 0) return;
+    scratch_.clear();
+    while (!aged_idle_.empty() && saturating_add(aged_idle_.top().primary, config_.max_lifetime) <= now_)
+        scratch_.push_back(aged_idle_.top().item), leave_idle(aged_idle_.top().item);
+    retire_sorted_scratch(retire_reason::max_lifetime, sink);
+}
+
+void scheduler::retire_idle_timeouts(effect_sink& sink) {
+    if (config_.idle_timeout == 0) return;
+    while (!idle_order_.empty() && live() > config_.min_slots) {
+        const std::uint32_t oldest = idle_order_.head;
+        if (saturating_add(slots_[oldest].idle_since, config_.idle_timeout) > now_) return;
+        leave_idle(oldest);
+        retire(oldest, retire_reason::idle, sink);
+    }
+}
+
+// ---------------------------------------------------------------------------------
+// Step 3: the event itself
+
+void scheduler::apply(const event& e, effect_sink& sink) {
+    switch (e.kind) {
+        case event_kind::start:
+        case event_kind::tick: return;
+        case event_kind::acquire: return acquire(e, sink);
+        case event_kind::cancel: return cancel(e.waiter, sink);
+        case event_kind::deregister: return deregister(e.handle, sink);
+        case event_kind::release: return release(e, sink);
+        case event_kind::spawned: return spawned(e.slot, sink);
+        case event_kind::spawn_failed: return spawn_failed(e.slot);
+        case event_kind::retired: return become_empty(e.slot);
+        case event_kind::died: leave_idle(e.slot); return retire(e.slot, retire_reason::died, sink);
+        case event_kind::shutdown: return shutdown(sink);
+    }
+}
+
+void scheduler::acquire(const event& e, effect_sink& sink) {
+    ++stats_.acquires;
+    if (shutting_down_) {
+        ++stats_.rejections[static_cast<int>(reject_reason::closed)];
+        return emit(sink, effect::reject(e.waiter, reject_reason::closed));
+    }
+    if (!idle_order_.empty()) {  // by step 4, nobody is queued: no barging possible
+        FAIRPOOL_ASSERT(arrivals_order_.empty());
+        ++stats_.grants_immediate;
+        return grant(e.waiter, take_idle_slot(), now_, sink);
+    }
+    const nanos deadline = effective_deadline(e);
+    reject_reason why{};
+    if (deadline <= now_) {
+        why = reject_reason::timeout;
+    } else {
+        const std::uint32_t h = handle_ids_.find(e.handle);
+        const std::uint64_t of_handle = h == no_index ? 0 : handles_[h].waiters.size;
+        if (stats_.queued_waiters < config_.max_waiters && of_handle < *config_.max_waiters_per_handle)
+            return enqueue(e, deadline);
+        why = reject_reason::saturated;
+    }
+    ++stats_.rejections[static_cast<int>(why)];
+    emit(sink, effect::reject(e.waiter, why));
+}
+
+nanos scheduler::effective_deadline(const event& e) const noexcept {
+    nanos deadline = e.deadline.value_or(never);
+    if (config_.acquire_timeout > 0) deadline = std::min(deadline, saturating_add(now_, config_.acquire_timeout));
+    return deadline;
+}
+
+void scheduler::cancel(std::uint64_t waiter_id, effect_sink& sink) {
+    const std::uint32_t w = waiter_ids_.find(waiter_id);
+    if (w != no_index) reject_queued(w, reject_reason::cancelled, sink);
+}
+
+void scheduler::deregister(std::uint64_t handle_id, effect_sink& sink) {
+    const std::uint32_t h = handle_ids_.find(handle_id);
+    if (h == no_index) return;
+    // The handle record is freed with its last waiter: count first.
+    for (std::uint32_t n = handles_[h].waiters.size; n > 0; --n)
+        reject_queued(handles_[h].waiters.head, reject_reason::deregistered, sink);
+}
+
+void scheduler::release(const event& e, effect_sink& sink) {
+    const std::uint32_t s = e.slot;
+    end_lease(s);
+    const slot_record& slot = slots_[s];
+    if (e.outcome == release_outcome::dirty) return retire(s, retire_reason::dirty, sink);
+    if (shutting_down_) return retire(s, retire_reason::shutdown, sink);
+    if (config_.max_uses > 0 && slot.uses >= config_.max_uses) return retire(s, retire_reason::max_uses, sink);
+    if (config_.max_lifetime > 0 && now_ - slot.birth >= config_.max_lifetime)
+        return retire(s, retire_reason::max_lifetime, sink);
+    become_idle(s);
+}
+
+void scheduler::spawned(std::uint32_t s, effect_sink& sink) {
+    spawn_failures_in_a_row_ = 0;
+    backoff_end_ = 0;
+    if (shutting_down_) return retire(s, retire_reason::shutdown, sink);
+    slots_[s].birth = now_;
+    slots_[s].uses = 0;
+    become_idle(s);
+}
+
+void scheduler::spawn_failed(std::uint32_t s) {
+    ++stats_.spawn_failures;
+    become_empty(s);
+    ++spawn_failures_in_a_row_;
+    const std::uint64_t shift = spawn_failures_in_a_row_ - 1;
+    const nanos initial = config_.spawn_backoff_initial;
+    const nanos delay = shift >= 64 || initial > (never >> shift)
+                            ? config_.spawn_backoff_max
+                            : std::min(initial << shift, config_.spawn_backoff_max);
+    backoff_end_ = saturating_add(now_, delay);
+}
+
+void scheduler::shutdown(effect_sink& sink) {
+    if (shutting_down_) return;
+    shutting_down_ = true;
+    while (!arrivals_order_.empty()) reject_queued(arrivals_order_.head, reject_reason::closed, sink);
+    scratch_.clear();
+    while (!idle_order_.empty()) scratch_.push_back(idle_order_.head), leave_idle(idle_order_.head);
+    retire_sorted_scratch(retire_reason::shutdown, sink);
+}
+
+// ---------------------------------------------------------------------------------
+// Steps 4 to 6
+
+void scheduler::hand_out(effect_sink& sink) {
+    while (!idle_order_.empty() && !arrivals_order_.empty()) grant_queued(next_waiter(), sink);
+}
+
+std::uint32_t scheduler::next_waiter() const noexcept {
+    if (config_.policy == fairness_policy::fifo) return arrivals_order_.head;
+    FAIRPOOL_ASSERT(!rotation_.empty());
+    return handles_[rotation_.head].waiters.head;
+}
+
+void scheduler::plan_spawns(effect_sink& sink) {
+    if (shutting_down_ || now_ < backoff_end_) return;
+    for (std::int64_t n = spawn_budget(); n > 0; --n) {
+        const std::uint32_t s = empty_slots_.pop();
+        set_state(s, slot_state::spawning);
+        ++stats_.spawns;
+        emit(sink, effect::spawn(s));
+    }
+}
+
+std::int64_t scheduler::spawn_budget() const noexcept {
+    const auto waiting = static_cast<std::int64_t>(stats_.queued_waiters);
+    const auto spawning = static_cast<std::int64_t>(count(slot_state::spawning));
+    const auto wanted = std::max(waiting - spawning, static_cast<std::int64_t>(config_.min_slots) -
+                                                         static_cast<std::int64_t>(live()));
+    const auto concurrency = static_cast<std::int64_t>(std::min(*config_.max_concurrent_spawns, config_.max_slots));
+    return std::min({wanted, static_cast<std::int64_t>(count(slot_state::empty)), concurrency - spawning});
+}
+
+void scheduler::close_if_done(effect_sink& sink) {
+    if (!shutting_down_ || closed_ || count(slot_state::empty) != config_.max_slots) return;
+    FAIRPOOL_ASSERT(arrivals_order_.empty());
+    closed_ = true;
+    emit(sink, effect::closed());
+}
+
+// ---------------------------------------------------------------------------------
+// Waiters and handles
+
+void scheduler::enqueue(const event& e, nanos deadline) {
+    std::uint32_t h = handle_ids_.find(e.handle);
+    if (h == no_index) {  // the handle becomes active: it joins the rotation at the back
+        FAIRPOOL_ASSERT(!free_handles_.empty());
+        h = free_handles_.back();
+        free_handles_.pop_back();
+        handles_[h] = {e.handle, e.weight.value_or(1), 0, {}};
+        handle_ids_.insert(e.handle, h);
+        rotation_links_.push_back(rotation_, h);
+        ++stats_.active_handles;
+    }
+    FAIRPOOL_ASSERT(!free_waiters_.empty());
+    const std::uint32_t w = free_waiters_.back();
+    free_waiters_.pop_back();
+    waiters_[w] = {e.waiter, h, deadline, now_, arrivals_++};
+    waiter_ids_.insert(e.waiter, w);
+    arrival_links_.push_back(arrivals_order_, w);
+    handle_links_.push_back(handles_[h].waiters, w);
+    if (deadline != never) deadlines_.push(deadline, waiters_[w].arrival, w);
+    ++stats_.queued_waiters;
+}
+
+void scheduler::grant_queued(std::uint32_t w, effect_sink& sink) {
+    const waiter_record waiter = waiters_[w];
+    handle_record& handle = handles_[waiter.handle];
+    FAIRPOOL_ASSERT(handle.waiters.head == w);  // FIFO inside a handle
+    const bool handle_stays_active = handle.waiters.size > 1;
+    remove_waiter(w);
+    if (handle_stays_active && config_.policy == fairness_policy::round_robin) {
+        FAIRPOOL_ASSERT(rotation_.head == waiter.handle);
+        if (++handle.turn >= handle.weight) {  // turn over: to the back of the rotation
+            handle.turn = 0;
+            rotation_links_.remove(rotation_, waiter.handle);
+            rotation_links_.push_back(rotation_, waiter.handle);
+        }
+    }
+    ++stats_.grants_after_wait;
+    grant(waiter.id, take_idle_slot(), waiter.arrived_at, sink);
+}
+
+void scheduler::reject_queued(std::uint32_t w, reject_reason why, effect_sink& sink) {
+    const std::uint64_t id = waiters_[w].id;
+    remove_waiter(w);
+    ++stats_.rejections[static_cast<int>(why)];
+    emit(sink, effect::reject(id, why));
+}
+
+void scheduler::remove_waiter(std::uint32_t w) noexcept {
+    const waiter_record& waiter = waiters_[w];
+    handle_record& handle = handles_[waiter.handle];
+    arrival_links_.remove(arrivals_order_, w);
+    handle_links_.remove(handle.waiters, w);
+    if (waiter.deadline != never) deadlines_.remove(w);
+    waiter_ids_.erase(waiter.id);
+    if (handle.waiters.empty()) {  // the handle leaves the rotation; weight and turn are forgotten
+        rotation_links_.remove(rotation_, waiter.handle);
+        handle_ids_.erase(handle.id);
+        free_handles_.push_back(waiter.handle);
+        --stats_.active_handles;
+    }
+    free_waiters_.push_back(w);
+    --stats_.queued_waiters;
+}
+
+// ---------------------------------------------------------------------------------
+// Slots
+
+std::uint64_t scheduler::count(slot_state s) const noexcept { return stats_.slots[static_cast<int>(s)]; }
+
+std::uint64_t scheduler::live() const noexcept {
+    return count(slot_state::idle) + count(slot_state::leased) + count(slot_state::spawning);
+}
+
+void scheduler::set_state(std::uint32_t s, slot_state next) noexcept {
+    FAIRPOOL_ASSERT(slots_[s].state != next);
+    --stats_.slots[static_cast<int>(slots_[s].state)];
+    ++stats_.slots[static_cast<int>(next)];
+    slots_[s].state = next;
+}
+
+std::uint32_t scheduler::take_idle_slot() noexcept {
+    FAIRPOOL_ASSERT(!idle_order_.empty());
+    const std::uint32_t s = config_.idle_order == idle_order::lifo ? idle_order_.tail : idle_order_.head;
+    leave_idle(s);
+    return s;
+}
+
+void scheduler::grant(std::uint64_t waiter_id, std::uint32_t s, nanos arrived_at, effect_sink& sink) {
+    slot_record& slot = slots_[s];
+    set_state(s, slot_state::leased);
+    slot.lease = ++last_lease_;
+    slot.granted_at = now_;
+    ++slot.uses;
+    slot.leak_unreported = config_.leak_threshold > 0;
+    if (slot.leak_unreported) leak_links_.push_back(unreported_leases_, s);
+    ++stats_.wait_histogram[wait_bucket(now_ - arrived_at)];
+    emit(sink, effect::grant(waiter_id, s, slot.lease));
+}
+
+void scheduler::become_idle(std::uint32_t s) noexcept {
+    set_state(s, slot_state::idle);
+    slots_[s].idle_since = now_;
+    idle_links_.push_back(idle_order_, s);
+    if (config_.max_lifetime > 0) aged_idle_.push(slots_[s].birth, s, s);
+}
+
+// Takes an idle slot out of the idle order; its state is changed by the caller.
+void scheduler::leave_idle(std::uint32_t s) noexcept {
+    FAIRPOOL_ASSERT(slots_[s].state == slot_state::idle);
+    idle_links_.remove(idle_order_, s);
+    if (aged_idle_.contains(s)) aged_idle_.remove(s);
+}
+
+void scheduler::end_lease(std::uint32_t s) noexcept {
+    FAIRPOOL_ASSERT(slots_[s].state == slot_state::leased);
+    if (slots_[s].leak_unreported) leak_links_.remove(unreported_leases_, s);
+    slots_[s].leak_unreported = false;
+}
+
+void scheduler::retire(std::uint32_t s, retire_reason why, effect_sink& sink) {
+    set_state(s, slot_state::retiring);
+    ++stats_.retirements[static_cast<int>(why)];
+    emit(sink, effect::retire(s, why));
+}
+
+void scheduler::become_empty(std::uint32_t s) noexcept {
+    set_state(s, slot_state::empty);
+    empty_slots_.push(s, 0, s);
+}
+
+void scheduler::retire_sorted_scratch(retire_reason why, effect_sink& sink) {
+    std::sort(scratch_.begin(), scratch_.end());
+    for (const std::uint32_t s : scratch_) retire(s, why, sink);
+}
+
+void scheduler::emit(effect_sink& sink, const effect& f) { sink.on_effect(f); }
+
+// ---------------------------------------------------------------------------------
+// next_deadline (section 4)
+
+std::optional<nanos> scheduler::next_deadline() const noexcept {
+    if (!started_) return std::nullopt;
+    nanos earliest = never;
+    if (!deadlines_.empty()) earliest = deadlines_.top().primary;
+    if (config_.leak_threshold > 0 && !unreported_leases_.empty())
+        earliest = std::min(earliest, saturating_add(slots_[unreported_leases_.head].granted_at, config_.leak_threshold));
+    if (config_.max_lifetime > 0 && !aged_idle_.empty())
+        earliest = std::min(earliest, saturating_add(aged_idle_.top().primary, config_.max_lifetime));
+    if (config_.idle_timeout > 0 && !idle_order_.empty() && live() > config_.min_slots)
+        earliest = std::min(earliest, saturating_add(slots_[idle_order_.head].idle_since, config_.idle_timeout));
+    if (!shutting_down_ && backoff_end_ > now_ && spawn_budget() >= 1) earliest = std::min(earliest, backoff_end_);
+    if (earliest == never) return std::nullopt;
+    return earliest;
+}
+
+}  // namespace fairpool::core

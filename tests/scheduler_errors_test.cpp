@@ -1,0 +1,145 @@
+// Every event error of docs/CONTRACT.md section 3: the code returned, no effect, and
+// no change at all. "No change" is checked against a twin that never saw the bad
+// event: both must then answer a common suffix of events identically.
+#include <gtest/gtest.h>
+
+#include "driver.hpp"
+#include "fairpool/core/scheduler.hpp"
+#include "fairpool/model/reference_model.hpp"
+
+namespace fairpool::testing {
+namespace {
+
+using core::event_error;
+using E = core::event;
+
+template <class Machine>
+class errors : public ::testing::Test {
+protected:
+    // slot 0 leased (lease 1), slot 1 spawning, waiter 2 queued, time 30.
+    static driver<Machine> busy_pool() {
+        core::config c;
+        c.max_slots = 3;
+        c.min_slots = 1;
+        c.acquire_timeout = 500;
+        c.leak_threshold = 1000;
+        driver<Machine> d(c);
+        d(E::start(0));
+        d(E::spawned(10, 0));
+        d(E::acquire(20, 1, 1));
+        d(E::acquire(30, 2, 2));
+        return d;
+    }
+
+    // The suffix starts at 40 on purpose: a bad event at a later time must not have
+    // moved the clock.
+    static std::vector<effects> suffix(driver<Machine>& d) {
+        std::vector<effects> out;
+        for (const E& e : {E::tick(40), E::acquire(41, 3, 1), E::release(42, 0, 1), E::spawned(43, 1),
+                           E::acquire(44, 4, 2), E::tick(1100), E::tick(2000), E::shutdown(2001),
+                           E::release(2002, 0, 2), E::release(2003, 1, 3)}) {
+            out.push_back(d(e));
+            out.back().push_back(std::string("! ") + core::to_string(d.error()));
+        }
+        return out;
+    }
+
+    static void expect_refused_without_change(driver<Machine> d, const E& bad, event_error expected) {
+        driver<Machine> twin = d;
+        const core::stats before = d.machine().counters();
+        const auto deadline_before = d.machine().next_deadline();
+        EXPECT_EQ(d(bad), effects{}) << trace::format_line(bad);
+        EXPECT_EQ(d.error(), expected) << trace::format_line(bad);
+        EXPECT_EQ(d.machine().counters(), before) << trace::format_line(bad);
+        EXPECT_EQ(d.machine().next_deadline(), deadline_before) << trace::format_line(bad);
+        EXPECT_EQ(suffix(d), suffix(twin)) << trace::format_line(bad);
+    }
+};
+
+using machines = ::testing::Types<core::scheduler, model::reference_model>;
+TYPED_TEST_SUITE(errors, machines);
+
+TYPED_TEST(errors, not_started_refuses_every_event_before_start) {
+    core::config c;
+    c.min_slots = 1;
+    for (const E& e : {E::tick(5), E::acquire(5, 1, 1), E::cancel(5, 1), E::deregister(5, 1),
+                       E::release(5, 0, 1), E::spawned(5, 0), E::spawn_failed(5, 0), E::retired(5, 0),
+                       E::died(5, 0), E::shutdown(5)}) {
+        driver<TypeParam> d(c);
+        EXPECT_EQ(d(e), effects{});
+        EXPECT_EQ(d.error(), event_error::not_started) << trace::format_line(e);
+        EXPECT_EQ(d.machine().next_deadline(), std::nullopt);
+        EXPECT_EQ(d(E::start(1)), (effects{"spawn slot=0"}));  // time did not move to 5
+        EXPECT_EQ(d.error(), event_error::ok);
+    }
+}
+
+TYPED_TEST(errors, already_started) {
+    this->expect_refused_without_change(this->busy_pool(), E::start(35), event_error::already_started);
+}
+
+TYPED_TEST(errors, time_went_backwards) {
+    this->expect_refused_without_change(this->busy_pool(), E::tick(29), event_error::time_went_backwards);
+    this->expect_refused_without_change(this->busy_pool(), E::acquire(0, 9, 9), event_error::time_went_backwards);
+}
+
+TYPED_TEST(errors, equal_time_is_fine) {
+    auto d = this->busy_pool();
+    d(E::tick(30));
+    EXPECT_EQ(d.error(), event_error::ok);
+}
+
+TYPED_TEST(errors, bad_slot) {
+    for (const E& e : {E::release(35, 3, 1), E::spawned(35, 3), E::spawn_failed(35, 65535), E::retired(35, 4),
+                       E::died(35, 100)})
+        this->expect_refused_without_change(this->busy_pool(), e, event_error::bad_slot);
+}
+
+TYPED_TEST(errors, bad_weight) {
+    this->expect_refused_without_change(this->busy_pool(), E::acquire(35, 9, 9, std::nullopt, 0),
+                                        event_error::bad_weight);
+    this->expect_refused_without_change(this->busy_pool(), E::acquire(35, 9, 9, std::nullopt, 65536),
+                                        event_error::bad_weight);
+    // Checked even where the weight would be ignored, and before duplicate_waiter.
+    this->expect_refused_without_change(this->busy_pool(), E::acquire(35, 2, 2, std::nullopt, 0),
+                                        event_error::bad_weight);
+}
+
+TYPED_TEST(errors, duplicate_waiter) {
+    this->expect_refused_without_change(this->busy_pool(), E::acquire(35, 2, 7), event_error::duplicate_waiter);
+}
+
+TYPED_TEST(errors, stale_lease) {
+    for (const E& e : {E::release(35, 0, 2), E::release(35, 1, 1), E::release(35, 2, 1)})
+        this->expect_refused_without_change(this->busy_pool(), e, event_error::stale_lease);
+}
+
+TYPED_TEST(errors, not_spawning) {
+    for (const E& e : {E::spawned(35, 0), E::spawn_failed(35, 0), E::spawned(35, 2)})
+        this->expect_refused_without_change(this->busy_pool(), e, event_error::not_spawning);
+}
+
+TYPED_TEST(errors, not_retiring) {
+    for (const E& e : {E::retired(35, 0), E::retired(35, 1), E::retired(35, 2)})
+        this->expect_refused_without_change(this->busy_pool(), e, event_error::not_retiring);
+}
+
+TYPED_TEST(errors, not_idle) {
+    for (const E& e : {E::died(35, 0), E::died(35, 1), E::died(35, 2)})
+        this->expect_refused_without_change(this->busy_pool(), e, event_error::not_idle);
+}
+
+TYPED_TEST(errors, checks_run_in_contract_order) {
+    auto d = this->busy_pool();
+    d(E::release(10, 9, 9));  // backwards and bad slot: time first
+    EXPECT_EQ(d.error(), event_error::time_went_backwards);
+    d(E::release(35, 9, 9));  // bad slot before stale lease
+    EXPECT_EQ(d.error(), event_error::bad_slot);
+    driver<TypeParam> fresh(core::config{});
+    fresh(E::start(0));
+    fresh(E::start(0));
+    EXPECT_EQ(fresh.error(), event_error::already_started);
+}
+
+}  // namespace
+}  // namespace fairpool::testing

@@ -1,0 +1,20 @@
+#pragma once
+// Printing events, effects and configs in the syntax of trace format v1
+// (docs/CONTRACT.md, section 7): fields in table order, optional ones only when given.
+#include <string>
+
+#include "fairpool/core/config.hpp"
+#include "fairpool/core/event.hpp"
+
+namespace fairpool::trace {
+
+// "acquire waiter=1 handle=7 deadline=1000" — the event without its "@NOW " prefix.
+[[nodiscard]] std::string format(const core::event& e);
+// "@20 acquire waiter=1 handle=7"
+[[nodiscard]] std::string format_line(const core::event& e);
+// "grant waiter=1 slot=0 lease=1"
+[[nodiscard]] std::string format(const core::effect& f);
+// "config max_slots=4 min_slots=0 …": every key in table order, with the value in force.
+[[nodiscard]] std::string format_canonical(const core::config& c);
+
+}  // namespace fairpool::trace
