@@ -11,6 +11,9 @@ using detail::no_index;
 
 constexpr nanos saturating_add(nanos a, nanos b) noexcept { return a > never - b ? never : a + b; }
 
+// A due time of 2^64-1 is "never": it does not come even at now = 2^64-1.
+constexpr bool reached(nanos due, nanos now) noexcept { return due != never && due <= now; }
+
 std::uint32_t u32(std::uint64_t v) noexcept { return static_cast<std::uint32_t>(v); }
 
 std::uint64_t random_seed() {
@@ -119,7 +122,7 @@ void scheduler::report_leaks(effect_sink& sink) {
     scratch_.clear();
     while (!unreported_leases_.empty()) {
         const std::uint32_t s = unreported_leases_.head;
-        if (saturating_add(slots_[s].granted_at, config_.leak_threshold) > now_) break;
+        if (!reached(saturating_add(slots_[s].granted_at, config_.leak_threshold), now_)) break;
         leak_links_.remove(unreported_leases_, s);
         slots_[s].leak_unreported = false;
         scratch_.push_back(s);
@@ -134,7 +137,7 @@ void scheduler::report_leaks(effect_sink& sink) {
 void scheduler::retire_aged_idle(effect_sink& sink) {
     if (config_.max_lifetime == 0) return;
     scratch_.clear();
-    while (!aged_idle_.empty() && saturating_add(aged_idle_.top().primary, config_.max_lifetime) <= now_)
+    while (!aged_idle_.empty() && reached(saturating_add(aged_idle_.top().primary, config_.max_lifetime), now_))
         scratch_.push_back(aged_idle_.top().item), leave_idle(aged_idle_.top().item);
     retire_sorted_scratch(retire_reason::max_lifetime, sink);
 }
@@ -143,7 +146,7 @@ void scheduler::retire_idle_timeouts(effect_sink& sink) {
     if (config_.idle_timeout == 0) return;
     while (!idle_order_.empty() && live() > config_.min_slots) {
         const std::uint32_t oldest = idle_order_.head;
-        if (saturating_add(slots_[oldest].idle_since, config_.idle_timeout) > now_) return;
+        if (!reached(saturating_add(slots_[oldest].idle_since, config_.idle_timeout), now_)) return;
         leave_idle(oldest);
         retire(oldest, retire_reason::idle, sink);
     }
@@ -163,7 +166,7 @@ void scheduler::apply(const event& e, effect_sink& sink) {
         case event_kind::spawned: return spawned(e.slot, sink);
         case event_kind::spawn_failed: return spawn_failed(e.slot);
         case event_kind::retired: return become_empty(e.slot);
-        case event_kind::died: leave_idle(e.slot); return retire(e.slot, retire_reason::died, sink);
+        case event_kind::died: return died(e.slot, sink);
         case event_kind::shutdown: return shutdown(sink);
     }
 }
@@ -181,7 +184,7 @@ void scheduler::acquire(const event& e, effect_sink& sink) {
     }
     const nanos deadline = effective_deadline(e);
     reject_reason why{};
-    if (deadline <= now_) {
+    if (reached(deadline, now_)) {
         why = reject_reason::timeout;
     } else {
         const std::uint32_t h = handle_ids_.find(e.handle);
@@ -220,7 +223,7 @@ void scheduler::release(const event& e, effect_sink& sink) {
     if (e.outcome == release_outcome::dirty) return retire(s, retire_reason::dirty, sink);
     if (shutting_down_) return retire(s, retire_reason::shutdown, sink);
     if (config_.max_uses > 0 && slot.uses >= config_.max_uses) return retire(s, retire_reason::max_uses, sink);
-    if (config_.max_lifetime > 0 && now_ - slot.birth >= config_.max_lifetime)
+    if (config_.max_lifetime > 0 && reached(saturating_add(slot.birth, config_.max_lifetime), now_))
         return retire(s, retire_reason::max_lifetime, sink);
     become_idle(s);
 }
@@ -246,6 +249,14 @@ void scheduler::spawn_failed(std::uint32_t s) {
     backoff_end_ = saturating_add(now_, delay);
 }
 
+// Step 2 may already have retired the slot (max_lifetime, idle_timeout): then the
+// death changes nothing more.
+void scheduler::died(std::uint32_t s, effect_sink& sink) {
+    if (slots_[s].state != slot_state::idle) return;
+    leave_idle(s);
+    retire(s, retire_reason::died, sink);
+}
+
 void scheduler::shutdown(effect_sink& sink) {
     if (shutting_down_) return;
     shutting_down_ = true;
@@ -269,7 +280,7 @@ std::uint32_t scheduler::next_waiter() const noexcept {
 }
 
 void scheduler::plan_spawns(effect_sink& sink) {
-    if (shutting_down_ || now_ < backoff_end_) return;
+    if (shutting_down_ || !reached(backoff_end_, now_)) return;
     for (std::int64_t n = spawn_budget(); n > 0; --n) {
         const std::uint32_t s = empty_slots_.pop();
         set_state(s, slot_state::spawning);

@@ -80,6 +80,7 @@ private:
     void release(const event& e, effect_sink& sink);
     void spawned(std::uint32_t slot, effect_sink& sink);
     void spawn_failed(std::uint32_t slot);
+    void died(std::uint32_t slot, effect_sink& sink);
     void shutdown(effect_sink& sink);
     // Steps 4 to 6.
     void hand_out(effect_sink& sink);

@@ -3,7 +3,10 @@
 // written as plainly as possible, with standard containers and linear scans. It is the
 // oracle that the core is checked against; it is not fast and allocates freely.
 #include <cstdint>
+#include <deque>
+#include <map>
 #include <optional>
+#include <vector>
 
 #include "fairpool/core/config.hpp"
 #include "fairpool/core/event.hpp"
@@ -29,6 +32,102 @@ public:
 
 private:
     // Plain members with standard containers; the model is a copyable value.
+
+    // One of the max_slots places (section 1).
+    struct slot_record {
+        core::slot_state state = core::slot_state::empty;
+        core::nanos birth = 0;         // `now` of its `spawned` (decision 5)
+        std::uint64_t uses = 0;        // grants since then (decision 5)
+        core::nanos idle_since = 0;    // `now` of the step it last became idle (decision 5)
+        std::uint64_t lease = 0;       // the live lease, while leased
+        core::nanos granted_at = 0;    // `now` of that grant
+        bool leak_reported = false;    // leak_suspected already emitted for that lease
+    };
+
+    // A queued waiter (section 1).
+    struct waiter_record {
+        std::uint64_t id = 0;
+        std::uint64_t handle = 0;
+        core::nanos deadline = core::never;  // effective deadline (decision 1)
+        core::nanos acquired_at = 0;         // `now` of its acquire (decision 2)
+    };
+
+    // Step 1: validation (section 3).
+    [[nodiscard]] core::event_error validate(const core::event& e) const;
+
+    // Step 2: time-driven work (section 5).
+    void run_time_driven_work(core::nanos now, core::effect_sink& sink);
+    void reject_timed_out_waiters(core::nanos now, core::effect_sink& sink);
+    void report_leaks(core::nanos now, core::effect_sink& sink);
+    void retire_idle_past_lifetime(core::nanos now, core::effect_sink& sink);
+    void retire_idle_past_idle_timeout(core::nanos now, core::effect_sink& sink);
+
+    // Step 3: the event itself (section 3).
+    void apply_event(const core::event& e, core::effect_sink& sink);
+    void on_acquire(const core::event& e, core::effect_sink& sink);
+    void on_cancel(const core::event& e, core::effect_sink& sink);
+    void on_deregister(const core::event& e, core::effect_sink& sink);
+    void on_release(const core::event& e, core::effect_sink& sink);
+    void on_spawned(const core::event& e, core::effect_sink& sink);
+    void on_spawn_failed(const core::event& e);
+    void on_retired(const core::event& e);
+    void on_died(const core::event& e, core::effect_sink& sink);
+    void on_shutdown(core::effect_sink& sink);
+
+    // Step 4: handing out (section 5, "Who is granted next").
+    void hand_out(core::nanos now, core::effect_sink& sink);
+    [[nodiscard]] std::uint64_t next_waiter_to_grant();
+
+    // Step 5: spawn planning.
+    void plan_spawns(core::nanos now, core::effect_sink& sink);
+    [[nodiscard]] std::int64_t spawns_wanted() const;
+    [[nodiscard]] bool in_backoff(core::nanos now) const;
+
+    // Step 6: closed.
+    void close_if_done(core::effect_sink& sink);
+
+    // Waiters and the rotation.
+    [[nodiscard]] bool is_queued(std::uint64_t waiter) const;
+    [[nodiscard]] std::uint64_t queued_of(std::uint64_t handle) const;
+    [[nodiscard]] bool in_rotation(std::uint64_t handle) const;
+    void enqueue(const waiter_record& w, std::uint64_t weight);
+    waiter_record take_waiter(std::uint64_t waiter);
+    void leave_rotation_if_inactive(std::uint64_t handle);
+    void reject_queued(std::uint64_t waiter, core::reject_reason why, core::effect_sink& sink);
+
+    // Slots.
+    [[nodiscard]] std::uint64_t count_slots(core::slot_state s) const;
+    [[nodiscard]] std::uint64_t live_slots() const;
+    [[nodiscard]] std::uint32_t idle_slot_to_grant() const;
+    void become_idle(std::uint32_t slot, core::nanos now);
+    void leave_idle(std::uint32_t slot);
+    void grant(std::uint64_t waiter, std::uint32_t slot, core::nanos acquired_at, core::nanos now,
+               bool immediate, core::effect_sink& sink);
+    void retire(std::uint32_t slot, core::retire_reason why, core::effect_sink& sink);
+    void spawn(std::uint32_t slot, core::effect_sink& sink);
+
+    // Counters (section 9).
+    void emit_reject(std::uint64_t waiter, core::reject_reason why, core::effect_sink& sink);
+    void refresh_gauges();
+
+    core::config config_;  // resolved
+    core::stats stats_{};
+
+    bool started_ = false;
+    core::nanos last_now_ = 0;  // `now` of the last valid event
+    bool shutting_down_ = false;
+    bool closed_emitted_ = false;
+    std::uint64_t next_lease_ = 1;  // lease ids 1, 2, 3, ... in grant order (section 1)
+
+    std::uint64_t failures_ = 0;               // consecutive spawn failures (decision 6)
+    std::optional<core::nanos> backoff_end_;   // no spawn starts before it (section 5)
+
+    std::vector<slot_record> slots_;           // index = slot number
+    std::vector<std::uint32_t> idle_order_;    // idle slots, least recently idled first
+    std::vector<waiter_record> waiters_;       // queued waiters, in arrival order
+    std::deque<std::uint64_t> rotation_;       // active handles; front has the turn
+    std::map<std::uint64_t, std::uint64_t> weight_;  // turn size of each handle in rotation_
+    std::uint64_t turn_ = 0;                   // grants to the front handle since it reached the front
 };
 
 }  // namespace fairpool::model

@@ -1,0 +1,186 @@
+#pragma once
+// The invariant checker: an independent observer of the scheduler's step stream.
+//
+// It sees only what comes out of the scheduler: each event, the error it returned,
+// the effects it emitted and the stats after the step. From that it keeps its own
+// plain bookkeeping (queued waiters, handles and their weights, slot states, live
+// leases, shutdown) and checks, after every step, the invariants of
+// docs/CONTRACT.md section 6, plus what they rest on: the validation of section 3,
+// the order of effects inside a step and the work of each stage of section 5, and
+// the counters of section 9 / decision 11.2.
+//
+// It does not decide who should be granted next; it checks properties of what the
+// scheduler did (see the comments in invariant_checker.cpp for the exact rules).
+// It allocates freely; it is for tests, the replay tool and the simulator.
+//
+// After a breach its bookkeeping follows the scheduler on a best-effort basis, so
+// callers should stop at the first breach reported.
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <span>
+#include <string>
+#include <tuple>
+#include <unordered_map>
+#include <vector>
+
+#include "fairpool/core/config.hpp"
+#include "fairpool/core/event.hpp"
+#include "fairpool/core/stats.hpp"
+
+namespace fairpool::model {
+
+class invariant_checker {
+public:
+    // Throws core::config_error (message names the field) on an invalid config.
+    explicit invariant_checker(const core::config& config);
+
+    // Call once per step, after the scheduler returned. Returns a description of the
+    // first breach found in this step ("invariant 6: slot 2 idle while 3 waiters
+    // queued"), or nullopt.
+    std::optional<std::string> check_step(const core::event& e, core::event_error error,
+                                          std::span<const core::effect> effects,
+                                          const core::stats& after);
+
+    [[nodiscard]] const core::config& configuration() const { return config_; }
+
+private:
+    struct waiter_info {
+        std::uint64_t id = 0;
+        std::uint64_t handle = 0;
+        std::uint64_t arrival = 0;  // global arrival order, 1, 2, 3, ...
+        core::nanos acquired_at = 0;
+        core::nanos deadline = core::never;  // effective deadline (decision 11.1)
+    };
+
+    struct handle_info {
+        std::map<std::uint64_t, std::uint64_t> waiters;  // arrival -> waiter id
+        std::uint64_t weight = 1;        // from the acquire that made it active
+        // Round-robin bookkeeping, counted in queue grants (see check_round_robin).
+        std::uint64_t activated_at = 0;  // queue grants made before it became active
+        std::uint64_t last_grant = 0;    // index of its last queue grant (0: none yet)
+        std::uint64_t run_start = 0;     // index of the first grant of its current run
+    };
+
+    struct slot_info {
+        core::slot_state state = core::slot_state::empty;
+        bool fresh = false;             // spawned since its last retire (invariant 7)
+        core::nanos birth = 0;          // now of its spawned
+        std::uint64_t uses = 0;         // grants since spawned
+        std::uint64_t idle_seq = 0;     // order in which slots became idle
+        core::nanos idle_since = 0;
+        std::uint64_t lease = 0;        // live lease while leased (0: being released)
+        std::uint64_t lease_waiter = 0;
+        core::nanos granted_at = 0;
+        bool leak_reported = false;
+    };
+
+    struct terminal {
+        bool granted = false;
+        core::reject_reason reason = core::reject_reason::saturated;
+        std::uint64_t step = 0;
+    };
+
+    enum class acquire_outcome { grant, closed, timeout, saturated, queue };
+
+    // What the current step has shown and still owes.
+    struct step_state {
+        const core::event* e = nullptr;
+        int phase = 20;                  // section 5 stage of the last effect (see phase_of)
+        // acquire
+        bool own_open = false;           // the acquire's waiter, not completed nor queued yet
+        waiter_info own;
+        acquire_outcome expected = acquire_outcome::queue;
+        std::uint64_t idle_at_acquire = 0;
+        // cancel / deregister / shutdown
+        std::optional<std::uint64_t> cancel_target;
+        bool cancel_done = false;
+        bool shutdown_began = false;
+        // release, spawned while shutting down, died: the retire step 3 owes
+        std::optional<std::uint32_t> retire_slot;
+        core::retire_reason retire_reason = core::retire_reason::dirty;
+        bool retire_done = false;
+        std::string retire_why;
+        // step 5
+        std::int64_t spawns_expected = 0;
+        std::int64_t spawns_seen = 0;
+        std::string spawn_plan;
+        // step 4 and the counters
+        std::uint64_t slots_made_idle = 0;
+    };
+
+    // Section 3: the error this event should return, from the state before it.
+    [[nodiscard]] core::event_error expected_error(const core::event& e) const;
+
+    // Stages of one step.
+    int phase_of(const core::effect& f) const;
+    void advance_to(int phase);
+    void begin_event();   // step 3 starts: apply the event to the bookkeeping
+    void end_event();     // step 3 ends: what the event owed
+    void plan_spawns();   // step 5 starts
+    void end_spawns();
+
+    // One handler per effect kind.
+    void on_grant(const core::effect& f);
+    void on_reject(const core::effect& f);
+    void on_spawn(const core::effect& f);
+    void on_retire(const core::effect& f);
+    void on_leak(const core::effect& f);
+    void on_closed();
+
+    // One check per invariant.
+    void check_bad_event(core::event_error error, std::span<const core::effect> effects,
+                         const core::stats& after);                      // 11
+    bool check_waiter_live(const core::effect& f);                        // 1, 8
+    void check_slot_grantable(const core::effect& f);                     // 2, 7
+    void check_idle_order(std::uint32_t slot);                            // section 5
+    void check_fifo(const waiter_info& w);                                // 4
+    void check_round_robin(const waiter_info& w);                         // 5
+    void check_no_idle_while_queued();                                    // 6
+    void check_time_driven_work_done();                                   // section 5 step 2
+    void check_closed_owed();                                             // 9
+    void check_counts(const core::stats& after);                          // 3
+    void check_counters(const core::stats& after);                        // section 9
+
+    // Bookkeeping.
+    void queue_own_waiter();
+    void remove_queued(std::uint64_t waiter);
+    void make_idle(std::uint32_t slot);
+    [[nodiscard]] std::uint64_t count(core::slot_state s) const;
+    [[nodiscard]] std::uint64_t live_slots() const;
+    [[nodiscard]] const waiter_info* find_live(std::uint64_t waiter) const;
+    [[nodiscard]] std::string describe(const core::effect& f) const;
+    void breach(std::string message);
+
+    core::config config_;
+
+    // Durable bookkeeping.
+    bool started_ = false;
+    core::nanos now_ = 0;
+    std::uint64_t steps_ = 0;
+    std::uint64_t arrivals_ = 0;
+    std::map<std::uint64_t, waiter_info> queued_;                        // by waiter id
+    std::map<std::uint64_t, std::uint64_t> by_arrival_;                  // arrival -> id
+    std::set<std::tuple<core::nanos, std::uint64_t, std::uint64_t>> by_deadline_;  // (deadline, arrival, id)
+    std::map<std::uint64_t, handle_info> handles_;                       // active handles only
+    std::unordered_map<std::uint64_t, terminal> completed_;              // waiters that got their terminal effect
+    std::vector<slot_info> slots_;
+    std::uint64_t idle_seq_ = 0;
+    std::uint64_t last_lease_ = 0;
+    bool shutting_down_ = false;
+    bool closed_emitted_ = false;
+    std::uint64_t spawn_failures_in_a_row_ = 0;
+    core::nanos backoff_end_ = 0;
+    std::uint64_t rr_grants_ = 0;                     // queue grants so far (round robin)
+    std::optional<std::uint64_t> rr_last_handle_;     // handle of the last queue grant
+    core::stats prev_{};                              // stats after the previous step
+    bool have_prev_ = false;
+
+    // Per step.
+    step_state step_;
+    core::stats expected_counters_{};
+    std::optional<std::string> first_breach_;
+};
+
+}  // namespace fairpool::model

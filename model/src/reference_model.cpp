@@ -1,0 +1,518 @@
+// The reference model (docs/CONTRACT.md, sections 1-6, 9 and 11), written to be
+// obviously correct: standard containers, linear scans, one function per rule.
+#include "fairpool/model/reference_model.hpp"
+
+#include <algorithm>
+#include <set>
+
+namespace fairpool::model {
+
+using core::effect;
+using core::event_error;
+using core::event_kind;
+using core::nanos;
+using core::reject_reason;
+using core::retire_reason;
+using core::slot_state;
+
+namespace {
+
+// Section 2: time arithmetic saturates at 2^64-1, which means "never".
+nanos saturating_add(nanos a, nanos b) { return a > core::never - b ? core::never : a + b; }
+
+// A due time has come. A due time of 2^64-1 means "never" (section 2, decisions 1 and 7),
+// so it never comes, not even at now = 2^64-1; this keeps ticks and next_deadline() agreeing.
+bool reached(nanos due, nanos now) { return due != core::never && due <= now; }
+
+// Decision 6: min(spawn_backoff_initial x 2^(failures-1), spawn_backoff_max); a shift
+// that overflows gives spawn_backoff_max.
+nanos backoff_delay(std::uint64_t failures, nanos initial, nanos max) {
+    const std::uint64_t shift = failures - 1;  // failures >= 1
+    if (shift >= 64 || initial > (core::never >> shift)) return max;
+    return std::min(initial << shift, max);
+}
+
+bool names_a_slot(event_kind k) {
+    return k == event_kind::release || k == event_kind::spawned || k == event_kind::spawn_failed ||
+           k == event_kind::retired || k == event_kind::died;
+}
+
+}  // namespace
+
+reference_model::reference_model(const core::config& config)
+    : config_(core::checked(config)), slots_(config_.max_slots) {
+    refresh_gauges();
+}
+
+// ---------------------------------------------------------------------------------------
+// One step (section 5).
+
+event_error reference_model::step(const core::event& e, core::effect_sink& sink) {
+    // 1. Validate; an invalid event changes nothing (section 3, invariant 11).
+    if (const event_error error = validate(e); error != event_error::ok) return error;
+    last_now_ = e.now;
+    run_time_driven_work(e.now, sink);  // 2.
+    apply_event(e, sink);               // 3.
+    hand_out(e.now, sink);              // 4.
+    plan_spawns(e.now, sink);           // 5.
+    close_if_done(sink);                // 6.
+    refresh_gauges();                   // Section 9: gauges are current after every step.
+    return event_error::ok;
+}
+
+// ---------------------------------------------------------------------------------------
+// Step 1. Section 3: start, then time, then fields, then state.
+
+event_error reference_model::validate(const core::event& e) const {
+    // Start.
+    if (e.kind == event_kind::start) return started_ ? event_error::already_started : event_error::ok;
+    if (!started_) return event_error::not_started;
+    // Time: equal is fine.
+    if (e.now < last_now_) return event_error::time_went_backwards;
+    // Fields.
+    if (names_a_slot(e.kind) && e.slot >= slots_.size()) return event_error::bad_slot;
+    if (e.kind == event_kind::acquire && e.weight && (*e.weight == 0 || *e.weight > core::max_weight))
+        return event_error::bad_weight;
+    // State.
+    switch (e.kind) {
+        case event_kind::acquire:
+            return is_queued(e.waiter) ? event_error::duplicate_waiter : event_error::ok;
+        case event_kind::release: {
+            const slot_record& s = slots_[e.slot];
+            return s.state == slot_state::leased && s.lease == e.lease ? event_error::ok
+                                                                        : event_error::stale_lease;
+        }
+        case event_kind::spawned:
+        case event_kind::spawn_failed:
+            return slots_[e.slot].state == slot_state::spawning ? event_error::ok : event_error::not_spawning;
+        case event_kind::retired:
+            return slots_[e.slot].state == slot_state::retiring ? event_error::ok : event_error::not_retiring;
+        case event_kind::died:
+            return slots_[e.slot].state == slot_state::idle ? event_error::ok : event_error::not_idle;
+        default:
+            return event_error::ok;
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Step 2. Time-driven work at `now`, in the order of section 5.
+
+void reference_model::run_time_driven_work(nanos now, core::effect_sink& sink) {
+    reject_timed_out_waiters(now, sink);
+    report_leaks(now, sink);
+    retire_idle_past_lifetime(now, sink);
+    retire_idle_past_idle_timeout(now, sink);
+}
+
+// Waiters whose deadline <= now are rejected `timeout`, by deadline, then arrival.
+void reference_model::reject_timed_out_waiters(nanos now, core::effect_sink& sink) {
+    std::vector<waiter_record> due;  // in arrival order
+    for (const waiter_record& w : waiters_)
+        if (reached(w.deadline, now)) due.push_back(w);
+    std::stable_sort(due.begin(), due.end(),
+                     [](const waiter_record& a, const waiter_record& b) { return a.deadline < b.deadline; });
+    for (const waiter_record& w : due) reject_queued(w.id, reject_reason::timeout, sink);
+}
+
+// Leases held >= leak_threshold are reported, once each, by slot index.
+void reference_model::report_leaks(nanos now, core::effect_sink& sink) {
+    if (config_.leak_threshold == 0) return;
+    for (std::uint32_t i = 0; i < slots_.size(); ++i) {
+        slot_record& s = slots_[i];
+        if (s.state != slot_state::leased || s.leak_reported) continue;
+        if (!reached(saturating_add(s.granted_at, config_.leak_threshold), now)) continue;
+        s.leak_reported = true;
+        ++stats_.leaks_suspected;
+        sink.on_effect(effect::leak_suspected(i, s.lease));
+    }
+}
+
+// Idle slots whose resource is >= max_lifetime old are retired, by slot index.
+void reference_model::retire_idle_past_lifetime(nanos now, core::effect_sink& sink) {
+    if (config_.max_lifetime == 0) return;
+    for (std::uint32_t i = 0; i < slots_.size(); ++i) {
+        const slot_record& s = slots_[i];
+        if (s.state == slot_state::idle && reached(saturating_add(s.birth, config_.max_lifetime), now))
+            retire(i, retire_reason::max_lifetime, sink);
+    }
+}
+
+// Decision 5: while the oldest idle slot has idle time + idle_timeout <= now and more
+// than min_slots slots are live, retire it (`idle`).
+void reference_model::retire_idle_past_idle_timeout(nanos now, core::effect_sink& sink) {
+    if (config_.idle_timeout == 0) return;
+    while (!idle_order_.empty() && live_slots() > config_.min_slots) {
+        const std::uint32_t oldest = idle_order_.front();
+        if (!reached(saturating_add(slots_[oldest].idle_since, config_.idle_timeout), now)) return;
+        retire(oldest, retire_reason::idle, sink);
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Step 3. The event itself (section 3).
+
+void reference_model::apply_event(const core::event& e, core::effect_sink& sink) {
+    switch (e.kind) {
+        case event_kind::start: started_ = true; return;  // prewarming is step 5's work
+        case event_kind::acquire: on_acquire(e, sink); return;
+        case event_kind::cancel: on_cancel(e, sink); return;
+        case event_kind::deregister: on_deregister(e, sink); return;
+        case event_kind::release: on_release(e, sink); return;
+        case event_kind::spawned: on_spawned(e, sink); return;
+        case event_kind::spawn_failed: on_spawn_failed(e); return;
+        case event_kind::retired: on_retired(e); return;
+        case event_kind::died: on_died(e, sink); return;
+        case event_kind::tick: return;  // the event itself does nothing
+        case event_kind::shutdown: on_shutdown(sink); return;
+    }
+}
+
+// Section 5, "Acquire order of checks": shutting down -> closed; idle slot -> grant;
+// deadline <= now -> timeout; max_waiters or max_waiters_per_handle reached -> saturated;
+// else queue.
+void reference_model::on_acquire(const core::event& e, core::effect_sink& sink) {
+    ++stats_.acquires;  // decision 2: every valid acquire
+    if (shutting_down_) {
+        emit_reject(e.waiter, reject_reason::closed, sink);
+        return;
+    }
+    if (!idle_order_.empty()) {
+        grant(e.waiter, idle_slot_to_grant(), e.now, e.now, /*immediate=*/true, sink);
+        return;
+    }
+    // Decision 1: the effective deadline is the earlier of the given one and
+    // now + acquire_timeout (when acquire_timeout > 0, saturating).
+    nanos deadline = e.deadline.value_or(core::never);
+    if (config_.acquire_timeout > 0) deadline = std::min(deadline, saturating_add(e.now, config_.acquire_timeout));
+    if (reached(deadline, e.now)) {
+        emit_reject(e.waiter, reject_reason::timeout, sink);
+        return;
+    }
+    if (waiters_.size() >= config_.max_waiters || queued_of(e.handle) >= *config_.max_waiters_per_handle) {
+        emit_reject(e.waiter, reject_reason::saturated, sink);
+        return;
+    }
+    enqueue(waiter_record{e.waiter, e.handle, deadline, e.now}, e.weight.value_or(1));
+}
+
+// Queued -> rejected `cancelled`; unknown or already completed -> nothing.
+void reference_model::on_cancel(const core::event& e, core::effect_sink& sink) {
+    if (is_queued(e.waiter)) reject_queued(e.waiter, reject_reason::cancelled, sink);
+}
+
+// The handle's queued waiters are rejected `deregistered` in FIFO order. Idempotent.
+void reference_model::on_deregister(const core::event& e, core::effect_sink& sink) {
+    std::vector<std::uint64_t> ids;  // arrival order
+    for (const waiter_record& w : waiters_)
+        if (w.handle == e.handle) ids.push_back(w.id);
+    for (std::uint64_t id : ids) reject_queued(id, reject_reason::deregistered, sink);
+}
+
+// Section 5, "Release": dirty -> retire (dirty); clean -> the first reason that holds
+// (shutdown, max_uses, max_lifetime), otherwise the slot becomes idle.
+void reference_model::on_release(const core::event& e, core::effect_sink& sink) {
+    const slot_record& s = slots_[e.slot];
+    if (e.outcome == core::release_outcome::dirty)
+        retire(e.slot, retire_reason::dirty, sink);
+    else if (shutting_down_)
+        retire(e.slot, retire_reason::shutdown, sink);
+    else if (config_.max_uses > 0 && s.uses >= config_.max_uses)
+        retire(e.slot, retire_reason::max_uses, sink);
+    else if (config_.max_lifetime > 0 && reached(saturating_add(s.birth, config_.max_lifetime), e.now))
+        retire(e.slot, retire_reason::max_lifetime, sink);
+    else
+        become_idle(e.slot, e.now);
+}
+
+// Section 5, "Spawned": idle (age counts from now), or retire (shutdown) if shutting
+// down; either way the failure count and any backoff are cleared (decision 6).
+void reference_model::on_spawned(const core::event& e, core::effect_sink& sink) {
+    slot_record& s = slots_[e.slot];
+    s.birth = e.now;
+    s.uses = 0;
+    failures_ = 0;
+    backoff_end_.reset();
+    if (shutting_down_)
+        retire(e.slot, retire_reason::shutdown, sink);
+    else
+        become_idle(e.slot, e.now);
+}
+
+// Section 5, "Spawn failed": slot empty; no spawn starts before
+// now + min(initial x 2^(failures-1), max) (decision 6).
+void reference_model::on_spawn_failed(const core::event& e) {
+    slots_[e.slot] = slot_record{};  // empty
+    ++stats_.spawn_failures;         // decision 2: at each valid spawn_failed
+    ++failures_;
+    backoff_end_ = saturating_add(
+        e.now, backoff_delay(failures_, config_.spawn_backoff_initial, config_.spawn_backoff_max));
+}
+
+// The resource of a retiring slot is destroyed; the slot becomes empty.
+void reference_model::on_retired(const core::event& e) { slots_[e.slot] = slot_record{}; }
+
+// An idle slot's resource was found dead; it is retired (`died`). The slot was idle when
+// the event was validated (step 1); if step 2 of this same step already retired it
+// (max_lifetime or idle_timeout), it is retiring already and nothing more happens.
+void reference_model::on_died(const core::event& e, core::effect_sink& sink) {
+    if (slots_[e.slot].state == slot_state::idle) retire(e.slot, retire_reason::died, sink);
+}
+
+// Section 5, "Shutdown": all queued waiters rejected `closed` (arrival order), then idle
+// slots retire (`shutdown`, by slot index). Idempotent (decision 8).
+void reference_model::on_shutdown(core::effect_sink& sink) {
+    if (shutting_down_) return;
+    shutting_down_ = true;
+    std::vector<std::uint64_t> ids;  // arrival order
+    for (const waiter_record& w : waiters_) ids.push_back(w.id);
+    for (std::uint64_t id : ids) reject_queued(id, reject_reason::closed, sink);
+    for (std::uint32_t i = 0; i < slots_.size(); ++i)
+        if (slots_[i].state == slot_state::idle) retire(i, retire_reason::shutdown, sink);
+}
+
+// ---------------------------------------------------------------------------------------
+// Step 4. While a slot is idle and a waiter is queued, grant.
+
+void reference_model::hand_out(nanos now, core::effect_sink& sink) {
+    while (!idle_order_.empty() && !waiters_.empty()) {
+        const std::uint32_t slot = idle_slot_to_grant();
+        const std::uint64_t id = next_waiter_to_grant();
+        const waiter_record w = take_waiter(id);
+        // Round robin: count the grant in the front handle's turn (decision 3); when the
+        // turn is used up, the handle moves to the back if it still has waiters. (A handle
+        // left without waiters has already left the rotation in take_waiter.)
+        if (config_.policy == core::fairness_policy::round_robin && in_rotation(w.handle)) {
+            ++turn_;
+            if (turn_ >= weight_.at(w.handle)) {
+                rotation_.pop_front();
+                rotation_.push_back(w.handle);
+                turn_ = 0;
+            }
+        }
+        grant(w.id, slot, w.acquired_at, now, /*immediate=*/false, sink);
+    }
+}
+
+// Section 5, "Who is granted next". fifo: the oldest queued waiter. round_robin: the
+// front handle's oldest waiter (FIFO inside a handle).
+std::uint64_t reference_model::next_waiter_to_grant() {
+    if (config_.policy == core::fairness_policy::fifo) return waiters_.front().id;
+    const std::uint64_t front = rotation_.front();
+    for (const waiter_record& w : waiters_)
+        if (w.handle == front) return w.id;
+    return waiters_.front().id;  // unreachable: a handle in the rotation has a queued waiter
+}
+
+// ---------------------------------------------------------------------------------------
+// Step 5. Spawn planning.
+
+void reference_model::plan_spawns(nanos now, core::effect_sink& sink) {
+    if (shutting_down_ || in_backoff(now)) return;
+    std::int64_t n = spawns_wanted();
+    // On the lowest-numbered empty slots, in increasing slot order.
+    for (std::uint32_t i = 0; i < slots_.size() && n > 0; ++i) {
+        if (slots_[i].state != slot_state::empty) continue;
+        spawn(i, sink);
+        --n;
+    }
+}
+
+// min(max(W - P, min_slots - live), empty slots, max_concurrent_spawns - P), signed.
+// max_concurrent_spawns is a u64 that may exceed 2^63; it is capped at max_slots first,
+// which changes nothing: P + empty <= max_slots, so max_slots - P >= empty already.
+std::int64_t reference_model::spawns_wanted() const {
+    const auto w = static_cast<std::int64_t>(waiters_.size());
+    const auto p = static_cast<std::int64_t>(count_slots(slot_state::spawning));
+    const auto live = static_cast<std::int64_t>(live_slots());
+    const auto empty = static_cast<std::int64_t>(count_slots(slot_state::empty));
+    const auto min_slots = static_cast<std::int64_t>(config_.min_slots);
+    const auto concurrent = static_cast<std::int64_t>(std::min(*config_.max_concurrent_spawns, config_.max_slots));
+    return std::min({std::max(w - p, min_slots - live), empty, concurrent - p});
+}
+
+// Inside a backoff: now < its end (an end of 2^64-1 never comes).
+bool reference_model::in_backoff(nanos now) const { return backoff_end_ && !reached(*backoff_end_, now); }
+
+// ---------------------------------------------------------------------------------------
+// Step 6. If shutting down and every slot is empty and nobody waits: closed, once.
+
+void reference_model::close_if_done(core::effect_sink& sink) {
+    if (!shutting_down_ || closed_emitted_) return;
+    if (!waiters_.empty() || count_slots(slot_state::empty) != slots_.size()) return;
+    closed_emitted_ = true;
+    sink.on_effect(effect::closed());
+}
+
+// ---------------------------------------------------------------------------------------
+// Section 4: next_deadline(), exactly as listed there and in decision 7.
+
+std::optional<nanos> reference_model::next_deadline() const {
+    std::optional<nanos> earliest;
+    auto consider = [&](nanos t) {
+        if (t == core::never) return;  // decision 7: saturated to 2^64-1 is "never"
+        if (!earliest || t < *earliest) earliest = t;
+    };
+    if (!started_) return earliest;
+    // Queued waiters' deadlines.
+    for (const waiter_record& w : waiters_) consider(w.deadline);
+    // Unreported leases' grant time + leak_threshold.
+    if (config_.leak_threshold > 0)
+        for (const slot_record& s : slots_)
+            if (s.state == slot_state::leased && !s.leak_reported)
+                consider(saturating_add(s.granted_at, config_.leak_threshold));
+    // Idle slots' birth + max_lifetime.
+    if (config_.max_lifetime > 0)
+        for (const slot_record& s : slots_)
+            if (s.state == slot_state::idle) consider(saturating_add(s.birth, config_.max_lifetime));
+    // The oldest idle slot's idle time + idle_timeout, if more than min_slots are live.
+    if (config_.idle_timeout > 0 && !idle_order_.empty() && live_slots() > config_.min_slots)
+        consider(saturating_add(slots_[idle_order_.front()].idle_since, config_.idle_timeout));
+    // The backoff's end: only when not shutting down, after the last event's now, and
+    // spawn planning with the current counts would start at least one spawn.
+    if (!shutting_down_ && backoff_end_ && *backoff_end_ > last_now_ && spawns_wanted() >= 1)
+        consider(*backoff_end_);
+    return earliest;
+}
+
+// ---------------------------------------------------------------------------------------
+// Waiters and the round-robin rotation.
+
+bool reference_model::is_queued(std::uint64_t waiter) const {
+    return std::any_of(waiters_.begin(), waiters_.end(), [&](const waiter_record& w) { return w.id == waiter; });
+}
+
+std::uint64_t reference_model::queued_of(std::uint64_t handle) const {
+    return static_cast<std::uint64_t>(
+        std::count_if(waiters_.begin(), waiters_.end(), [&](const waiter_record& w) { return w.handle == handle; }));
+}
+
+bool reference_model::in_rotation(std::uint64_t handle) const {
+    return std::find(rotation_.begin(), rotation_.end(), handle) != rotation_.end();
+}
+
+// Queue a waiter. Its handle joins the rotation at the back, with this acquire's weight,
+// when this is its first queued waiter; otherwise the weight is ignored (section 3).
+// Kept under both policies (decision 4); only round_robin reads it.
+void reference_model::enqueue(const waiter_record& w, std::uint64_t weight) {
+    if (queued_of(w.handle) == 0) {
+        rotation_.push_back(w.handle);
+        weight_[w.handle] = weight;
+        // A handle joining an empty rotation is at the front with a fresh turn; turn_ is
+        // already 0 then (it is reset whenever the front handle leaves or moves).
+    }
+    waiters_.push_back(w);
+}
+
+// Remove a queued waiter; its handle leaves the rotation if it has no waiter left.
+reference_model::waiter_record reference_model::take_waiter(std::uint64_t waiter) {
+    const auto it =
+        std::find_if(waiters_.begin(), waiters_.end(), [&](const waiter_record& w) { return w.id == waiter; });
+    const waiter_record w = *it;
+    waiters_.erase(it);
+    leave_rotation_if_inactive(w.handle);
+    return w;
+}
+
+// Decision 3: a handle with no queued waiter leaves the rotation; its weight and turn are
+// forgotten. If it was the front handle, the next handle starts a fresh turn.
+void reference_model::leave_rotation_if_inactive(std::uint64_t handle) {
+    if (queued_of(handle) != 0 || !in_rotation(handle)) return;
+    if (rotation_.front() == handle) turn_ = 0;
+    rotation_.erase(std::find(rotation_.begin(), rotation_.end(), handle));
+    weight_.erase(handle);
+}
+
+void reference_model::reject_queued(std::uint64_t waiter, reject_reason why, core::effect_sink& sink) {
+    take_waiter(waiter);
+    emit_reject(waiter, why, sink);
+}
+
+// ---------------------------------------------------------------------------------------
+// Slots.
+
+std::uint64_t reference_model::count_slots(slot_state s) const {
+    return static_cast<std::uint64_t>(
+        std::count_if(slots_.begin(), slots_.end(), [&](const slot_record& r) { return r.state == s; }));
+}
+
+// Section 5: live = idle + leased + spawning.
+std::uint64_t reference_model::live_slots() const {
+    return count_slots(slot_state::idle) + count_slots(slot_state::leased) + count_slots(slot_state::spawning);
+}
+
+// Section 5, "Idle order": lifo grants the most recently idled slot, fifo the least.
+std::uint32_t reference_model::idle_slot_to_grant() const {
+    return config_.idle_order == core::idle_order::lifo ? idle_order_.back() : idle_order_.front();
+}
+
+void reference_model::become_idle(std::uint32_t slot, nanos now) {
+    slots_[slot].state = slot_state::idle;
+    slots_[slot].idle_since = now;
+    idle_order_.push_back(slot);
+}
+
+void reference_model::leave_idle(std::uint32_t slot) {
+    idle_order_.erase(std::find(idle_order_.begin(), idle_order_.end(), slot));
+}
+
+// A grant names an idle slot; lease ids 1, 2, 3, ... in grant order; uses count grants
+// since spawned. Decision 2: immediate or after waiting; histogram of now - acquire now.
+void reference_model::grant(std::uint64_t waiter, std::uint32_t slot, nanos acquired_at, nanos now, bool immediate,
+                            core::effect_sink& sink) {
+    leave_idle(slot);
+    slot_record& s = slots_[slot];
+    s.state = slot_state::leased;
+    s.uses += 1;
+    s.lease = next_lease_++;
+    s.granted_at = now;
+    s.leak_reported = false;
+    if (immediate)
+        ++stats_.grants_immediate;
+    else
+        ++stats_.grants_after_wait;
+    ++stats_.wait_histogram[static_cast<std::size_t>(core::wait_bucket(now - acquired_at))];
+    sink.on_effect(effect::grant(waiter, slot, s.lease));
+}
+
+void reference_model::retire(std::uint32_t slot, retire_reason why, core::effect_sink& sink) {
+    if (slots_[slot].state == slot_state::idle) leave_idle(slot);
+    slots_[slot].state = slot_state::retiring;
+    ++stats_.retirements[static_cast<std::size_t>(why)];
+    sink.on_effect(effect::retire(slot, why));
+}
+
+void reference_model::spawn(std::uint32_t slot, core::effect_sink& sink) {
+    slots_[slot] = slot_record{};
+    slots_[slot].state = slot_state::spawning;
+    ++stats_.spawns;
+    sink.on_effect(effect::spawn(slot));
+}
+
+// ---------------------------------------------------------------------------------------
+// Counters and gauges (section 9, decision 2).
+
+void reference_model::emit_reject(std::uint64_t waiter, reject_reason why, core::effect_sink& sink) {
+    ++stats_.rejections[static_cast<std::size_t>(why)];
+    sink.on_effect(effect::reject(waiter, why));
+}
+
+void reference_model::refresh_gauges() {
+    stats_.queued_waiters = waiters_.size();
+    std::set<std::uint64_t> handles;
+    for (const waiter_record& w : waiters_) handles.insert(w.handle);
+    stats_.active_handles = handles.size();
+    for (int s = 0; s < core::slot_state_count; ++s)
+        stats_.slots[static_cast<std::size_t>(s)] = count_slots(static_cast<slot_state>(s));
+}
+
+// ---------------------------------------------------------------------------------------
+// Accessors.
+
+const core::stats& reference_model::counters() const { return stats_; }
+
+// Throws std::out_of_range for index >= max_slots.
+slot_state reference_model::slot(std::uint32_t index) const { return slots_.at(index).state; }
+
+const core::config& reference_model::configuration() const { return config_; }
+
+}  // namespace fairpool::model
