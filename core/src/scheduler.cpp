@@ -113,8 +113,8 @@ void scheduler::expire(effect_sink& sink) {
 }
 
 void scheduler::expire_waiters(effect_sink& sink) {
-    while (!deadlines_.empty() && deadlines_.top().primary <= now_)
-        reject_queued(deadlines_.top().item, reject_reason::timeout, sink);
+    while (!deadlines_.empty() && deadlines_.earliest().primary <= now_)
+        reject_queued(deadlines_.earliest().item, reject_reason::timeout, sink);
 }
 
 void scheduler::report_leaks(effect_sink& sink) {
@@ -451,7 +451,7 @@ void scheduler::emit(effect_sink& sink, const effect& f) { sink.on_effect(f); }
 std::optional<nanos> scheduler::next_deadline() const noexcept {
     if (!started_) return std::nullopt;
     nanos earliest = never;
-    if (!deadlines_.empty()) earliest = deadlines_.top().primary;
+    if (!deadlines_.empty()) earliest = deadlines_.earliest().primary;
     if (config_.leak_threshold > 0 && !unreported_leases_.empty())
         earliest = std::min(earliest, saturating_add(slots_[unreported_leases_.head].granted_at, config_.leak_threshold));
     if (config_.max_lifetime > 0 && !aged_idle_.empty())

@@ -13,6 +13,7 @@
 
 #include "fairpool/core/config.hpp"
 #include "fairpool/core/detail/bounded_vector.hpp"
+#include "fairpool/core/detail/deadline_queue.hpp"
 #include "fairpool/core/detail/id_map.hpp"
 #include "fairpool/core/detail/index_list.hpp"
 #include "fairpool/core/detail/indexed_heap.hpp"
@@ -136,7 +137,7 @@ private:
     detail::list_links arrival_links_;
     detail::list_ends arrivals_order_;       // every queued waiter, by arrival
     detail::list_links handle_links_;        // per-handle FIFOs
-    detail::indexed_heap deadlines_;         // waiters with a deadline, by (deadline, arrival)
+    detail::deadline_queue deadlines_;       // waiters with a deadline, by (deadline, arrival)
     detail::id_map waiter_ids_;
 
     std::vector<handle_record> handles_;

@@ -106,8 +106,6 @@ private:
         std::int64_t spawns_expected = 0;
         std::int64_t spawns_seen = 0;
         std::string spawn_plan;
-        // step 4 and the counters
-        std::uint64_t slots_made_idle = 0;
     };
 
     // Section 3: the error this event should return, from the state before it.

@@ -1,0 +1,1067 @@
+// The invariant checker (docs/CONTRACT.md section 6). See the header for its role.
+//
+// How a step is followed. The effects of one step come in the order of section 5:
+//   step 2 (time-driven work): timeouts, leaks, max_lifetime retirements, idle retirements;
+//   step 3 (the event itself); step 4 (grants from the queue); step 5 (spawns);
+//   step 6 (closed).
+// Each effect is given the stage it belongs to (phase_of); stages must not go back.
+// The event is applied to the bookkeeping when step 3 begins (begin_event), i.e. after
+// the time-driven effects that precede it, which is what lets a cancel lose against a
+// timeout of the same step, or a leak be reported for the lease being released.
+// What step 3 owed (a cancel's rejection, a dirty release's retirement, ...) is checked
+// when it ends (end_event); what step 5 owed when it ends (end_spawns); the rest after
+// the last effect.
+#include "fairpool/model/invariant_checker.hpp"
+
+#include <algorithm>
+#include <concepts>
+
+namespace fairpool::model {
+
+using core::effect;
+using core::effect_kind;
+using core::event;
+using core::event_error;
+using core::event_kind;
+using core::nanos;
+using core::never;
+using core::reject_reason;
+using core::retire_reason;
+using core::slot_state;
+using core::to_string;
+
+namespace {
+
+// Stages of section 5, in the order their effects come out.
+constexpr int stage_timeouts = 20;       // step 2: waiters past their deadline
+constexpr int stage_leaks = 21;          // step 2: leases held >= leak_threshold
+constexpr int stage_lifetime = 22;       // step 2: idle slots past max_lifetime
+constexpr int stage_idle = 23;           // step 2: idle slots idle >= idle_timeout
+constexpr int stage_event = 30;          // step 3: the event's rejections, an acquire's outcome
+constexpr int stage_event_retires = 31;  // step 3: the event's retirements
+constexpr int stage_handout = 40;        // step 4: grants to queued waiters
+constexpr int stage_spawns = 50;         // step 5
+constexpr int stage_closed = 60;         // step 6
+constexpr int stage_end = 70;            // after the last effect
+
+const char* stage_name(int stage) {
+    switch (stage) {
+    case stage_timeouts: return "step 2 timeouts";
+    case stage_leaks: return "step 2 leak reports";
+    case stage_lifetime: return "step 2 max_lifetime retirements";
+    case stage_idle: return "step 2 idle retirements";
+    case stage_event: return "step 3 (the event)";
+    case stage_event_retires: return "step 3 retirements";
+    case stage_handout: return "step 4 grants";
+    case stage_spawns: return "step 5 spawns";
+    case stage_closed: return "step 6 closed";
+    default: return "?";
+    }
+}
+
+void append(std::string& s, const std::string& part) { s += part; }
+void append(std::string& s, const char* part) { s += part; }
+template <std::integral T>
+    requires(!std::same_as<T, bool> && !std::same_as<T, char>)
+void append(std::string& s, T value) {
+    s += std::to_string(value);
+}
+
+template <typename... Parts>
+std::string cat(const Parts&... parts) {
+    std::string s;
+    (append(s, parts), ...);
+    return s;
+}
+
+nanos saturating_add(nanos a, nanos b) { return a > never - b ? never : a + b; }
+
+// A deadline of 2^64-1 is "no deadline" (decision 11.1): it never passes.
+bool expired(nanos deadline, nanos now) { return deadline != never && deadline <= now; }
+
+std::string time_text(nanos t) { return t == never ? std::string("never") : std::to_string(t); }
+
+// Effects and events as trace lines (section 7), for messages.
+std::string describe_event(const event& e) {
+    std::string s = cat("@", e.now, " ", to_string(e.kind));
+    switch (e.kind) {
+    case event_kind::acquire:
+        s += cat(" waiter=", e.waiter, " handle=", e.handle);
+        if (e.deadline) s += cat(" deadline=", *e.deadline);
+        if (e.weight) s += cat(" weight=", *e.weight);
+        break;
+    case event_kind::cancel: s += cat(" waiter=", e.waiter); break;
+    case event_kind::deregister: s += cat(" handle=", e.handle); break;
+    case event_kind::release:
+        s += cat(" slot=", e.slot, " lease=", e.lease, " outcome=", to_string(e.outcome));
+        break;
+    case event_kind::spawned:
+    case event_kind::spawn_failed:
+    case event_kind::retired:
+    case event_kind::died: s += cat(" slot=", e.slot); break;
+    default: break;
+    }
+    return s;
+}
+
+// Names the first field where two stats differ; gauges too if asked.
+std::optional<std::string> stats_difference(const core::stats& want, const core::stats& got, bool gauges) {
+    auto field = [](const std::string& name, std::uint64_t w, std::uint64_t g) -> std::optional<std::string> {
+        if (w == g) return std::nullopt;
+        return cat("stats.", name, " is ", g, ", expected ", w);
+    };
+    std::optional<std::string> d;
+    if ((d = field("acquires", want.acquires, got.acquires))) return d;
+    if ((d = field("grants_immediate", want.grants_immediate, got.grants_immediate))) return d;
+    if ((d = field("grants_after_wait", want.grants_after_wait, got.grants_after_wait))) return d;
+    for (int r = 0; r < core::reject_reason_count; ++r)
+        if ((d = field(cat("rejections[", to_string(static_cast<reject_reason>(r)), "]"), want.rejections[r],
+                       got.rejections[r])))
+            return d;
+    if ((d = field("spawns", want.spawns, got.spawns))) return d;
+    if ((d = field("spawn_failures", want.spawn_failures, got.spawn_failures))) return d;
+    for (int r = 0; r < core::retire_reason_count; ++r)
+        if ((d = field(cat("retirements[", to_string(static_cast<retire_reason>(r)), "]"), want.retirements[r],
+                       got.retirements[r])))
+            return d;
+    if ((d = field("leaks_suspected", want.leaks_suspected, got.leaks_suspected))) return d;
+    for (int b = 0; b < core::wait_histogram_buckets; ++b)
+        if ((d = field(cat("wait_histogram[", b, "]"), want.wait_histogram[b], got.wait_histogram[b]))) return d;
+    if (!gauges) return std::nullopt;
+    if ((d = field("queued_waiters", want.queued_waiters, got.queued_waiters))) return d;
+    if ((d = field("active_handles", want.active_handles, got.active_handles))) return d;
+    for (int s = 0; s < core::slot_state_count; ++s)
+        if ((d = field(cat("slots[", to_string(static_cast<slot_state>(s)), "]"), want.slots[s], got.slots[s])))
+            return d;
+    return std::nullopt;
+}
+
+}  // namespace
+
+invariant_checker::invariant_checker(const core::config& config)
+    : config_(core::checked(config)), slots_(config_.max_slots) {}
+
+// ---------------------------------------------------------------------------------
+// One step.
+
+std::optional<std::string> invariant_checker::check_step(const event& e, event_error error,
+                                                         std::span<const effect> effects,
+                                                         const core::stats& after) {
+    first_breach_.reset();
+    step_ = step_state{};
+    step_.e = &e;
+    ++steps_;
+
+    // Section 3: validation comes first, from the state before the step.
+    const event_error expected = expected_error(e);
+    if (error != expected)
+        breach(cat("section 3: ", describe_event(e), " returned ", to_string(error), ", expected ",
+                   to_string(expected)));
+    if (error != event_error::ok) {
+        check_bad_event(error, effects, after);
+        return first_breach_;
+    }
+    if (expected != event_error::ok) {
+        // The scheduler accepted an event this checker holds invalid: it cannot follow.
+        prev_ = after;
+        have_prev_ = true;
+        return first_breach_;
+    }
+
+    started_ = true;
+    now_ = e.now;
+    expected_counters_ = prev_;
+    if (e.kind == event_kind::acquire) {
+        ++expected_counters_.acquires;  // decision 11.2: every valid acquire
+        step_.own_open = true;
+        step_.own.id = e.waiter;
+    }
+    if (e.kind == event_kind::spawn_failed) ++expected_counters_.spawn_failures;
+
+    for (const effect& f : effects) {
+        const int stage = phase_of(f);
+        if (stage < step_.phase)
+            breach(cat("section 5: ", describe(f), " belongs to ", stage_name(stage), " but came after effects of ",
+                       stage_name(step_.phase), " (the effects of a step come in the order of section 5)"));
+        advance_to(stage);
+        switch (f.kind) {
+        case effect_kind::grant: on_grant(f); break;
+        case effect_kind::reject: on_reject(f); break;
+        case effect_kind::spawn: on_spawn(f); break;
+        case effect_kind::retire: on_retire(f); break;
+        case effect_kind::leak_suspected: on_leak(f); break;
+        case effect_kind::closed: on_closed(); break;
+        default: breach(cat("section 4: unknown effect kind ", static_cast<int>(f.kind))); break;
+        }
+    }
+    advance_to(stage_end);
+
+    check_closed_owed();
+    check_no_idle_while_queued();
+    check_time_driven_work_done();
+    check_counts(after);
+    check_counters(after);
+    prev_ = after;
+    have_prev_ = true;
+    return first_breach_;
+}
+
+void invariant_checker::breach(std::string message) {
+    if (!first_breach_) first_breach_ = std::move(message);
+}
+
+// Section 3, in its order: start, time, fields, state.
+event_error invariant_checker::expected_error(const event& e) const {
+    if (!started_) return e.kind == event_kind::start ? event_error::ok : event_error::not_started;
+    if (e.kind == event_kind::start) return event_error::already_started;
+    if (e.now < now_) return event_error::time_went_backwards;
+    switch (e.kind) {
+    case event_kind::release:
+    case event_kind::spawned:
+    case event_kind::spawn_failed:
+    case event_kind::retired:
+    case event_kind::died:
+        if (e.slot >= config_.max_slots) return event_error::bad_slot;
+        break;
+    case event_kind::acquire:
+        if (e.weight && (*e.weight == 0 || *e.weight > core::max_weight)) return event_error::bad_weight;
+        break;
+    default: break;
+    }
+    switch (e.kind) {
+    case event_kind::acquire:
+        if (queued_.contains(e.waiter)) return event_error::duplicate_waiter;
+        break;
+    case event_kind::release:
+        if (slots_[e.slot].state != slot_state::leased || slots_[e.slot].lease != e.lease)
+            return event_error::stale_lease;
+        break;
+    case event_kind::spawned:
+    case event_kind::spawn_failed:
+        if (slots_[e.slot].state != slot_state::spawning) return event_error::not_spawning;
+        break;
+    case event_kind::retired:
+        if (slots_[e.slot].state != slot_state::retiring) return event_error::not_retiring;
+        break;
+    case event_kind::died:
+        if (slots_[e.slot].state != slot_state::idle) return event_error::not_idle;
+        break;
+    default: break;
+    }
+    return event_error::ok;
+}
+
+// Invariant 11: a bad event never changes state: it emits nothing and the stats stay.
+void invariant_checker::check_bad_event(event_error error, std::span<const effect> effects,
+                                        const core::stats& after) {
+    const event& e = *step_.e;
+    if (!effects.empty())
+        breach(cat("invariant 11: ", describe_event(e), " returned ", to_string(error), " but emitted ",
+                   effects.size(), " effect(s), the first ", describe(effects[0])));
+    if (have_prev_) {
+        if (auto d = stats_difference(prev_, after, true))
+            breach(cat("invariant 11: ", describe_event(e), " returned ", to_string(error),
+                       " but changed the stats: ", *d));
+    } else {
+        // Before any step the counters are zero; the gauges are taken as they are.
+        if (auto d = stats_difference(core::stats{}, after, false))
+            breach(cat("invariant 11: ", describe_event(e), " returned ", to_string(error),
+                       " but changed the stats: ", *d));
+        prev_ = after;
+        have_prev_ = true;
+    }
+}
+
+// The stage of section 5 an effect belongs to, given the bookkeeping so far.
+int invariant_checker::phase_of(const effect& f) const {
+    const bool own = step_.own_open && f.waiter == step_.own.id;
+    switch (f.kind) {
+    case effect_kind::grant: return own ? stage_event : stage_handout;
+    case effect_kind::reject:
+        if (own) return stage_event;
+        return f.rejected == reject_reason::timeout ? stage_timeouts : stage_event;
+    case effect_kind::leak_suspected: return stage_leaks;
+    case effect_kind::retire:
+        if (f.retired == retire_reason::idle) return stage_idle;
+        // A leased slot retired max_lifetime is being released (step 3); an idle one is step 2.
+        if (f.retired == retire_reason::max_lifetime && f.slot < slots_.size() &&
+            slots_[f.slot].state == slot_state::idle)
+            return stage_lifetime;
+        return stage_event_retires;
+    case effect_kind::spawn: return stage_spawns;
+    case effect_kind::closed: return stage_closed;
+    }
+    return stage_end;
+}
+
+void invariant_checker::advance_to(int stage) {
+    if (stage <= step_.phase) return;
+    if (step_.phase < stage_event && stage >= stage_event) begin_event();
+    if (step_.phase < stage_handout && stage >= stage_handout) end_event();
+    if (step_.phase < stage_spawns && stage >= stage_spawns) plan_spawns();
+    if (step_.phase < stage_closed && stage >= stage_closed) end_spawns();
+    step_.phase = stage;
+}
+
+// Step 3 begins: the event changes the bookkeeping (section 3 and section 5).
+void invariant_checker::begin_event() {
+    const event& e = *step_.e;
+    switch (e.kind) {
+    case event_kind::start:
+    case event_kind::tick:
+    case event_kind::deregister: break;  // end_event checks what deregister owed
+
+    case event_kind::acquire: {
+        // Decision 11.1: the effective deadline.
+        nanos deadline = e.deadline.value_or(never);
+        if (config_.acquire_timeout > 0) deadline = std::min(deadline, saturating_add(e.now, config_.acquire_timeout));
+        step_.own = waiter_info{e.waiter, e.handle, ++arrivals_, e.now, deadline};
+        completed_.erase(e.waiter);  // ids must never be reused; if one is, follow the new request
+        // Section 5, "acquire order of checks", on the state after step 2.
+        const auto h = handles_.find(e.handle);
+        const std::size_t of_handle = h == handles_.end() ? 0 : h->second.waiters.size();
+        step_.idle_at_acquire = count(slot_state::idle);
+        if (shutting_down_)
+            step_.expected = acquire_outcome::closed;
+        else if (step_.idle_at_acquire > 0)
+            step_.expected = acquire_outcome::grant;
+        else if (expired(deadline, e.now))
+            step_.expected = acquire_outcome::timeout;
+        else if (queued_.size() >= config_.max_waiters || of_handle >= *config_.max_waiters_per_handle)
+            step_.expected = acquire_outcome::saturated;
+        else
+            step_.expected = acquire_outcome::queue;
+        break;
+    }
+
+    case event_kind::cancel:
+        // Queued now (after step 2's timeouts) -> rejected cancelled; else nothing.
+        if (queued_.contains(e.waiter)) step_.cancel_target = e.waiter;
+        break;
+
+    case event_kind::release: {
+        slot_info& s = slots_[e.slot];
+        s.lease = 0;  // the lease ends; the slot stays "leased" until it is retired or idle
+        // Section 5, "Release": the first reason that holds, else the slot becomes idle.
+        std::optional<retire_reason> why;
+        std::string detail;
+        if (e.outcome == core::release_outcome::dirty) {
+            why = retire_reason::dirty, detail = "released dirty";
+        } else if (shutting_down_) {
+            why = retire_reason::shutdown, detail = "released while shutting down";
+        } else if (config_.max_uses > 0 && s.uses >= config_.max_uses) {
+            why = retire_reason::max_uses,
+            detail = cat("released after ", s.uses, " grant(s) (max_uses ", config_.max_uses, ")");
+        } else if (config_.max_lifetime > 0 && e.now - s.birth >= config_.max_lifetime) {
+            why = retire_reason::max_lifetime,
+            detail = cat("released at age ", e.now - s.birth, " (max_lifetime ", config_.max_lifetime, ")");
+        }
+        if (why) {
+            step_.retire_slot = e.slot, step_.retire_reason = *why, step_.retire_why = detail;
+        } else {
+            make_idle(e.slot);
+        }
+        break;
+    }
+
+    case event_kind::spawned: {
+        slot_info& s = slots_[e.slot];
+        s.fresh = true, s.birth = e.now, s.uses = 0;
+        spawn_failures_in_a_row_ = 0, backoff_end_ = 0;  // decision 11.6
+        if (shutting_down_) {
+            step_.retire_slot = e.slot, step_.retire_reason = retire_reason::shutdown;
+            step_.retire_why = "spawned while shutting down";
+        } else {
+            make_idle(e.slot);
+        }
+        break;
+    }
+
+    case event_kind::spawn_failed: {
+        slots_[e.slot].state = slot_state::empty;
+        // Decision 11.6: backoff = min(initial * 2^(failures-1), max), saturating.
+        const std::uint64_t shift = ++spawn_failures_in_a_row_ - 1;
+        nanos delay = config_.spawn_backoff_max;
+        if (shift < 64 && config_.spawn_backoff_initial <= (never >> shift))
+            delay = std::min(config_.spawn_backoff_initial << shift, config_.spawn_backoff_max);
+        backoff_end_ = saturating_add(e.now, delay);
+        break;
+    }
+
+    case event_kind::retired: slots_[e.slot].state = slot_state::empty; break;
+
+    case event_kind::died:
+        // The slot was idle when validated; step 2 may have retired it already (max_lifetime
+        // or idle_timeout), and then died has nothing left to do (the contract is silent).
+        if (slots_[e.slot].state == slot_state::idle) {
+            step_.retire_slot = e.slot, step_.retire_reason = retire_reason::died;
+            step_.retire_why = "found dead";
+        }
+        break;
+
+    case event_kind::shutdown:
+        if (!shutting_down_) shutting_down_ = true, step_.shutdown_began = true;  // idempotent
+        break;
+    }
+}
+
+// Step 3 ends: check that the event did what it owed.
+void invariant_checker::end_event() {
+    const event& e = *step_.e;
+    switch (e.kind) {
+    case event_kind::acquire:
+        // Invariant 1: an acquire is completed in its step or queued.
+        if (step_.own_open) {
+            if (step_.expected == acquire_outcome::closed)
+                breach(cat("invariant 9: acquire of waiter ", e.waiter, " after shutdown was queued, expected reject closed"));
+            else if (step_.expected == acquire_outcome::grant)
+                breach(cat("invariant 6: acquire of waiter ", e.waiter, " was queued while ", step_.idle_at_acquire,
+                           " slot(s) were idle"));
+            else if (step_.expected == acquire_outcome::timeout)
+                breach(cat("section 5: try-acquire of waiter ", e.waiter, " (effective deadline ",
+                           time_text(step_.own.deadline), " <= now ", e.now, ") was queued, expected reject timeout"));
+            else if (step_.expected == acquire_outcome::saturated)
+                breach(cat("invariant 3: acquire of waiter ", e.waiter, " of handle ", e.handle,
+                           " was queued beyond max_waiters (", config_.max_waiters, ") or max_waiters_per_handle (",
+                           *config_.max_waiters_per_handle, "), expected reject saturated"));
+            queue_own_waiter();
+        }
+        break;
+    case event_kind::cancel:
+        // Invariant 8: a cancel of a queued waiter rejects it cancelled in that step.
+        if (step_.cancel_target && !step_.cancel_done)
+            breach(cat("invariant 8: cancel of queued waiter ", *step_.cancel_target,
+                       " did not reject it cancelled in its step"));
+        break;
+    case event_kind::deregister:
+        if (const auto h = handles_.find(e.handle); h != handles_.end())
+            breach(cat("invariant 8: deregister of handle ", e.handle, " left its waiter ",
+                       h->second.waiters.begin()->second, " queued (it must be rejected deregistered)"));
+        break;
+    case event_kind::shutdown:
+        if (step_.shutdown_began) {
+            if (!by_arrival_.empty())
+                breach(cat("invariant 9: shutdown left waiter ", by_arrival_.begin()->second,
+                           " queued (queued waiters are rejected closed)"));
+            for (std::uint32_t i = 0; i < slots_.size(); ++i)
+                if (slots_[i].state == slot_state::idle) {
+                    breach(cat("section 5: shutdown left slot ", i, " idle (idle slots retire shutdown)"));
+                    break;
+                }
+        }
+        break;
+    default: break;
+    }
+    if (step_.retire_slot && !step_.retire_done) {
+        const std::uint32_t i = *step_.retire_slot;
+        const bool dirty = step_.retire_reason == retire_reason::dirty;
+        breach(cat(dirty ? "invariant 7: " : "section 5: ", "slot ", i, " ", step_.retire_why,
+                   " was not retired (expected retire slot=", i, " reason=", to_string(step_.retire_reason), ")"));
+        // Follow the scheduler: the slot presumably stayed idle. A dirty or dead resource
+        // must still never be granted (invariant 7), so it is not fresh.
+        make_idle(i);
+        slots_[i].fresh = !dirty && step_.retire_reason != retire_reason::died;
+    }
+}
+
+// ---------------------------------------------------------------------------------
+// Effects.
+
+void invariant_checker::on_grant(const effect& f) {
+    if (f.slot >= slots_.size()) {
+        breach(cat("section 4: ", describe(f), " names slot ", f.slot, " but max_slots is ", config_.max_slots));
+        return;
+    }
+    const bool own = step_.own_open && f.waiter == step_.own.id;
+    std::optional<waiter_info> w;
+    if (const waiter_info* p = find_live(f.waiter)) w = *p;
+    check_waiter_live(f);   // invariants 1 and 8
+    check_slot_grantable(f);  // invariants 2 and 7, idle order
+    // Invariant 2: lease ids are 1, 2, 3, ... in grant order.
+    if (f.lease != last_lease_ + 1)
+        breach(cat("invariant 2: ", describe(f), ": lease ids increase 1, 2, 3, ... in grant order, expected lease ",
+                   last_lease_ + 1));
+    // Invariant 9: after shutdown nobody is granted (the queue was rejected, later acquires are closed).
+    if (shutting_down_) breach(cat("invariant 9: ", describe(f), " after shutdown"));
+
+    if (w) {
+        if (own) {
+            // Invariant 6, no barging: granted at once only if nobody was queued before it.
+            if (!queued_.empty())
+                breach(cat("invariant 6: ", describe(f), " granted a new acquire at once although ", queued_.size(),
+                           " waiter(s) were queued before it (barging), the oldest ", by_arrival_.begin()->second));
+            step_.own_open = false;
+            ++expected_counters_.grants_immediate;
+        } else {
+            // Section 5 step 2 comes first: a waiter past its deadline has been rejected.
+            if (expired(w->deadline, now_))
+                breach(cat("section 5: ", describe(f), " at now ", now_, ": the waiter's deadline ",
+                           time_text(w->deadline), " has passed, it must have been rejected timeout"));
+            check_fifo(*w);
+            if (config_.policy == core::fairness_policy::round_robin) check_round_robin(*w);
+            remove_queued(w->id);
+            ++expected_counters_.grants_after_wait;
+        }
+        ++expected_counters_.wait_histogram[core::wait_bucket(now_ - w->acquired_at)];
+        completed_[w->id] = terminal{true, reject_reason::saturated, steps_};
+    }
+
+    slot_info& s = slots_[f.slot];
+    s.state = slot_state::leased;
+    s.lease = f.lease, s.lease_waiter = f.waiter, s.granted_at = now_, s.leak_reported = false;
+    ++s.uses;
+    last_lease_ = std::max(last_lease_, f.lease);
+}
+
+void invariant_checker::on_reject(const effect& f) {
+    ++expected_counters_.rejections[static_cast<std::size_t>(f.rejected)];
+    const waiter_info* p = find_live(f.waiter);
+    if (!check_waiter_live(f)) return;  // invariants 1 and 8
+    const waiter_info w = *p;
+    const bool own = step_.own_open && f.waiter == step_.own.id;
+    const event& e = *step_.e;
+
+    // The acquire's own outcome: section 5, "acquire order of checks".
+    auto check_own = [&](acquire_outcome got) {
+        if (step_.expected == got) return;
+        const char* expected = "";
+        switch (step_.expected) {
+        case acquire_outcome::grant: expected = "a grant (a slot was idle)"; break;
+        case acquire_outcome::closed: expected = "reject closed (shutting down)"; break;
+        case acquire_outcome::timeout: expected = "reject timeout (deadline <= now)"; break;
+        case acquire_outcome::saturated: expected = "reject saturated"; break;
+        case acquire_outcome::queue: expected = "to be queued"; break;
+        }
+        breach(cat(step_.expected == acquire_outcome::closed ? "invariant 9: " : "section 5 (acquire order of checks): ",
+                   describe(f), " for ", describe_event(e), ": expected ", expected, " (", queued_.size(),
+                   " queued, effective deadline ", time_text(w.deadline), ")"));
+    };
+
+    switch (f.rejected) {
+    case reject_reason::saturated:
+        if (!own)
+            breach(cat("invariant 3: ", describe(f), ": only a new acquire can be rejected saturated"));
+        else
+            check_own(acquire_outcome::saturated);
+        break;
+    case reject_reason::timeout:
+        if (own) {
+            check_own(acquire_outcome::timeout);
+        } else if (!expired(w.deadline, now_)) {
+            breach(cat("section 5 step 2: ", describe(f), " at now ", now_, " but its effective deadline is ",
+                       time_text(w.deadline)));
+        } else if (const auto& first = *by_deadline_.begin(); std::get<2>(first) != w.id) {
+            breach(cat("section 5 step 2: timeouts go by deadline, then arrival: ", describe(f), " (deadline ",
+                       time_text(w.deadline), ") came before waiter ", std::get<2>(first), " (deadline ",
+                       time_text(std::get<0>(first)), ")"));
+        }
+        break;
+    case reject_reason::cancelled:
+        if (own || e.kind != event_kind::cancel || e.waiter != w.id)
+            breach(cat("invariant 8: ", describe(f), " without a cancel of that waiter (event ", describe_event(e), ")"));
+        else
+            step_.cancel_done = true;
+        break;
+    case reject_reason::deregistered:
+        if (own || e.kind != event_kind::deregister || e.handle != w.handle) {
+            breach(cat("section 3: ", describe(f), " (handle ", w.handle, ") without a deregister of its handle (event ",
+                       describe_event(e), ")"));
+        } else if (const std::uint64_t oldest = handles_.at(w.handle).waiters.begin()->second; oldest != w.id) {
+            breach(cat("section 3: deregister rejects a handle's waiters in FIFO order: ", describe(f),
+                       " came before older waiter ", oldest));
+        }
+        break;
+    case reject_reason::closed:
+        if (own) {
+            check_own(acquire_outcome::closed);
+        } else if (!step_.shutdown_began) {
+            breach(cat("invariant 9: ", describe(f), ": a queued waiter is rejected closed only by the shutdown event (event ",
+                       describe_event(e), ")"));
+        } else if (const std::uint64_t oldest = by_arrival_.begin()->second; oldest != w.id) {
+            breach(cat("section 5: shutdown rejects queued waiters in arrival order: ", describe(f),
+                       " came before older waiter ", oldest));
+        }
+        break;
+    }
+
+    if (own)
+        step_.own_open = false;
+    else
+        remove_queued(w.id);
+    completed_[w.id] = terminal{false, f.rejected, steps_};
+}
+
+void invariant_checker::on_spawn(const effect& f) {
+    ++expected_counters_.spawns;
+    if (f.slot >= slots_.size()) {
+        breach(cat("section 4: ", describe(f), " names slot ", f.slot, " but max_slots is ", config_.max_slots));
+        return;
+    }
+    slot_info& s = slots_[f.slot];
+    // Section 5 step 5: spawns go to the lowest-numbered empty slots, never while
+    // shutting down or inside a backoff, and as many as the formula says.
+    if (s.state != slot_state::empty) {
+        breach(cat("section 5 step 5: ", describe(f), ": the slot is ", to_string(s.state), ", not empty"));
+    } else if (shutting_down_) {
+        breach(cat("section 5 step 5: ", describe(f), " while shutting down"));
+    } else if (now_ < backoff_end_) {
+        breach(cat("section 5 step 5: ", describe(f), " at now ", now_, " inside the spawn backoff (it ends at ",
+                   time_text(backoff_end_), ")"));
+    } else {
+        for (std::uint32_t i = 0; i < f.slot; ++i)
+            if (slots_[i].state == slot_state::empty) {
+                breach(cat("section 5 step 5: ", describe(f), " although lower slot ", i, " is empty"));
+                break;
+            }
+    }
+    if (++step_.spawns_seen > step_.spawns_expected)
+        breach(cat("section 5 step 5: ", describe(f), " is one spawn too many: spawn planning (", step_.spawn_plan,
+                   ") starts ", step_.spawns_expected));
+    s.state = slot_state::spawning;
+}
+
+void invariant_checker::on_retire(const effect& f) {
+    ++expected_counters_.retirements[static_cast<std::size_t>(f.retired)];
+    if (f.slot >= slots_.size()) {
+        breach(cat("section 4: ", describe(f), " names slot ", f.slot, " but max_slots is ", config_.max_slots));
+        return;
+    }
+    const std::uint32_t slot = f.slot;
+    slot_info& s = slots_[slot];
+    const event& e = *step_.e;
+
+    if (f.retired == retire_reason::idle) {
+        // Step 2: idle slots idle >= idle_timeout retire, oldest idle first, while more
+        // than min_slots slots are live.
+        std::optional<std::uint32_t> oldest;
+        for (std::uint32_t i = 0; i < slots_.size(); ++i)
+            if (slots_[i].state == slot_state::idle && (!oldest || slots_[i].idle_seq < slots_[*oldest].idle_seq))
+                oldest = i;
+        if (s.state != slot_state::idle)
+            breach(cat("section 5 step 2: ", describe(f), ": the slot is ", to_string(s.state), ", not idle"));
+        else if (config_.idle_timeout == 0)
+            breach(cat("section 5 step 2: ", describe(f), " but idle_timeout is 0 (disabled)"));
+        else if (now_ - s.idle_since < config_.idle_timeout)
+            breach(cat("section 5 step 2: ", describe(f), " at now ", now_, ": idle since ", s.idle_since,
+                       ", less than idle_timeout ", config_.idle_timeout));
+        else if (*oldest != slot)
+            breach(cat("section 5 step 2: ", describe(f), ": idle slots retire oldest idle first, slot ", *oldest,
+                       " is idle longer"));
+        else if (live_slots() <= config_.min_slots)
+            breach(cat("section 5 step 2: ", describe(f), " with only ", live_slots(), " slot(s) live (min_slots ",
+                       config_.min_slots, ")"));
+    } else if (f.retired == retire_reason::max_lifetime && s.state == slot_state::idle) {
+        // Step 2: idle slots past max_lifetime retire, by slot index.
+        if (config_.max_lifetime == 0) {
+            breach(cat("section 5 step 2: ", describe(f), " but max_lifetime is 0 (disabled)"));
+        } else if (now_ - s.birth < config_.max_lifetime) {
+            breach(cat("section 5 step 2: ", describe(f), " at now ", now_, ": born at ", s.birth,
+                       ", younger than max_lifetime ", config_.max_lifetime));
+        } else {
+            for (std::uint32_t i = 0; i < slot; ++i)
+                if (slots_[i].state == slot_state::idle && now_ - slots_[i].birth >= config_.max_lifetime) {
+                    breach(cat("section 5 step 2: ", describe(f), " came before lower slot ", i,
+                               " (max_lifetime retirements go by slot index)"));
+                    break;
+                }
+        }
+    } else if (step_.retire_slot == slot && !step_.retire_done) {
+        // Step 3: what a release, a spawned while shutting down, or a died owed.
+        step_.retire_done = true;
+        if (f.retired != step_.retire_reason)
+            breach(cat(step_.retire_reason == retire_reason::dirty ? "invariant 7: " : "section 5: ", "slot ", slot, " ",
+                       step_.retire_why, " must retire ", to_string(step_.retire_reason), ", got ", describe(f)));
+    } else if (step_.shutdown_began && f.retired == retire_reason::shutdown && s.state == slot_state::idle) {
+        // Step 3 of shutdown: idle slots retire, by slot index.
+        for (std::uint32_t i = 0; i < slot; ++i)
+            if (slots_[i].state == slot_state::idle) {
+                breach(cat("section 5: ", describe(f), " came before lower idle slot ", i,
+                           " (shutdown retires idle slots by slot index)"));
+                break;
+            }
+    } else {
+        breach(cat("section 5: ", describe(f), " is owed by nothing: the slot is ", to_string(s.state),
+                   s.state == slot_state::leased && s.lease ? cat(" (lease ", s.lease, ")") : std::string(),
+                   " and the event is ", describe_event(e)));
+    }
+    s.state = slot_state::retiring;
+    s.fresh = false;  // invariant 7: no grant before a new spawn ... spawned
+    s.lease = 0;
+}
+
+void invariant_checker::on_leak(const effect& f) {
+    ++expected_counters_.leaks_suspected;
+    if (f.slot >= slots_.size()) {
+        breach(cat("section 4: ", describe(f), " names slot ", f.slot, " but max_slots is ", config_.max_slots));
+        return;
+    }
+    slot_info& s = slots_[f.slot];
+    // Step 2: leases held >= leak_threshold are reported once each, by slot index.
+    if (s.state != slot_state::leased || s.lease == 0 || s.lease != f.lease) {
+        breach(cat("section 4: ", describe(f), " names no live lease: slot ", f.slot, " is ", to_string(s.state),
+                   s.state == slot_state::leased && s.lease ? cat(" under lease ", s.lease) : std::string()));
+    } else if (config_.leak_threshold == 0) {
+        breach(cat("section 5 step 2: ", describe(f), " but leak_threshold is 0 (disabled)"));
+    } else if (now_ - s.granted_at < config_.leak_threshold) {
+        breach(cat("section 5 step 2: ", describe(f), " at now ", now_, ": granted at ", s.granted_at,
+                   ", held less than leak_threshold ", config_.leak_threshold));
+    } else if (s.leak_reported) {
+        breach(cat("section 5 step 2: ", describe(f), ": a lease is reported once"));
+    } else {
+        for (std::uint32_t i = 0; i < f.slot; ++i) {
+            const slot_info& o = slots_[i];
+            if (o.state == slot_state::leased && o.lease != 0 && !o.leak_reported &&
+                now_ - o.granted_at >= config_.leak_threshold) {
+                breach(cat("section 5 step 2: ", describe(f), " came before lease ", o.lease, " of lower slot ", i,
+                           " (leaks are reported by slot index)"));
+                break;
+            }
+        }
+    }
+    s.leak_reported = true;
+}
+
+// Invariant 9: closed exactly once, after shutdown, when every slot is empty and nobody waits.
+void invariant_checker::on_closed() {
+    if (!shutting_down_) {
+        breach("invariant 9: closed emitted without a shutdown");
+    } else if (closed_emitted_) {
+        breach("invariant 9: closed emitted a second time");
+    } else {
+        for (std::uint32_t i = 0; i < slots_.size(); ++i)
+            if (slots_[i].state != slot_state::empty) {
+                breach(cat("invariant 9: closed emitted while slot ", i, " is ", to_string(slots_[i].state)));
+                break;
+            }
+        if (!by_arrival_.empty())
+            breach(cat("invariant 9: closed emitted while waiter ", by_arrival_.begin()->second, " is queued"));
+    }
+    closed_emitted_ = true;
+}
+
+// Step 5 begins: how many spawns the planning starts, from the state after step 4.
+void invariant_checker::plan_spawns() {
+    if (shutting_down_) {
+        step_.spawns_expected = 0, step_.spawn_plan = "shutting down";
+        return;
+    }
+    if (now_ < backoff_end_) {
+        step_.spawns_expected = 0, step_.spawn_plan = cat("inside the backoff until ", time_text(backoff_end_));
+        return;
+    }
+    // min(max(W - P, min_slots - live), empty slots, max_concurrent_spawns - P), none below 1.
+    const auto w = static_cast<std::int64_t>(queued_.size());
+    const auto p = static_cast<std::int64_t>(count(slot_state::spawning));
+    const auto live = static_cast<std::int64_t>(live_slots());
+    const auto empty = static_cast<std::int64_t>(count(slot_state::empty));
+    const auto min_slots = static_cast<std::int64_t>(config_.min_slots);
+    const auto concurrent = static_cast<std::int64_t>(std::min<std::uint64_t>(*config_.max_concurrent_spawns, 1u << 30));
+    step_.spawns_expected = std::max<std::int64_t>(0, std::min({std::max(w - p, min_slots - live), empty, concurrent - p}));
+    step_.spawn_plan = cat("W=", w, " queued, P=", p, " spawning, ", live, " live, ", empty, " empty, min_slots ",
+                           min_slots, ", max_concurrent_spawns ", *config_.max_concurrent_spawns);
+}
+
+void invariant_checker::end_spawns() {
+    if (step_.spawns_seen < step_.spawns_expected)
+        breach(cat("section 5 step 5: spawn planning (", step_.spawn_plan, ") starts ", step_.spawns_expected,
+                   " spawn(s), got ", step_.spawns_seen));
+}
+
+// ---------------------------------------------------------------------------------
+// Invariant checks.
+
+// Invariants 1 and 8: an effect names a live waiter, and a waiter gets exactly one
+// terminal effect: nothing after it (so cancelled, deregistered, timed-out, closed and
+// saturated waiters are never granted).
+bool invariant_checker::check_waiter_live(const effect& f) {
+    if (find_live(f.waiter)) return true;
+    const auto c = completed_.find(f.waiter);
+    if (c == completed_.end()) {
+        breach(cat("invariant 1: ", describe(f), " names waiter ", f.waiter, ", which is not live (never admitted)"));
+    } else {
+        const terminal& t = c->second;
+        const std::string was = t.granted ? std::string("granted") : cat("rejected ", to_string(t.reason));
+        breach(cat(f.kind == effect_kind::grant && !t.granted ? "invariant 8: " : "invariant 1: ", describe(f),
+                   ": waiter ", f.waiter, " was already ", was, " (step ", t.step,
+                   "); an acquire gets exactly one terminal effect"));
+    }
+    return false;
+}
+
+// Invariant 2: a grant names an idle slot, so a slot never has two live leases.
+// Invariant 7: a slot released dirty or retired is granted only after a new spawn ... spawned.
+void invariant_checker::check_slot_grantable(const effect& f) {
+    const slot_info& s = slots_[f.slot];
+    if (s.state == slot_state::leased && s.lease != 0) {
+        breach(cat("invariant 2: ", describe(f), ": slot ", f.slot, " already has live lease ", s.lease, " (waiter ",
+                   s.lease_waiter, ")"));
+    } else if (!s.fresh) {
+        breach(cat("invariant 7: ", describe(f), ": slot ", f.slot, " (", to_string(s.state),
+                   ") has not been through spawn ... spawned since it was last retired or released dirty"));
+    } else if (s.state != slot_state::idle) {
+        breach(cat("invariant 2: ", describe(f), ": slot ", f.slot, " is ", to_string(s.state), ", not idle"));
+    } else {
+        check_idle_order(f.slot);
+    }
+}
+
+// Section 5, "Idle order": lifo takes the slot that became idle last, fifo the first.
+void invariant_checker::check_idle_order(std::uint32_t slot) {
+    const bool lifo = config_.idle_order == core::idle_order::lifo;
+    std::optional<std::uint32_t> best;
+    for (std::uint32_t i = 0; i < slots_.size(); ++i) {
+        if (slots_[i].state != slot_state::idle) continue;
+        if (!best || (lifo ? slots_[i].idle_seq > slots_[*best].idle_seq : slots_[i].idle_seq < slots_[*best].idle_seq))
+            best = i;
+    }
+    if (best && *best != slot)
+        breach(cat("section 5: idle_order ", to_string(config_.idle_order), ": a grant took slot ", slot, " but slot ",
+                   *best, " became idle ", lifo ? "later" : "earlier"));
+}
+
+// Invariant 4. Inside a handle: a grant from the queue goes to the handle's oldest
+// queued waiter (both policies take a handle's oldest waiter; this implies that a
+// handle's granted waiters are granted in arrival order). With policy fifo: it goes to
+// the oldest queued waiter of all.
+void invariant_checker::check_fifo(const waiter_info& w) {
+    const std::uint64_t oldest_of_handle = handles_.at(w.handle).waiters.begin()->second;
+    if (oldest_of_handle != w.id)
+        breach(cat("invariant 4: waiter ", w.id, " of handle ", w.handle, " granted before older waiter ",
+                   oldest_of_handle, " of the same handle"));
+    if (config_.policy == core::fairness_policy::fifo) {
+        const waiter_info& oldest = queued_.at(by_arrival_.begin()->second);
+        if (oldest.id != w.id)
+            breach(cat("invariant 4: policy fifo: waiter ", w.id, " (handle ", w.handle, ") granted before older waiter ",
+                       oldest.id, " (handle ", oldest.handle, ")"));
+    }
+}
+
+// Invariant 5, round robin.
+//
+// The rotation itself is not replayed: the contract leaves open whether a handle that
+// finishes its turn moves to the back at once or at the next grant (which matters when
+// a handle joins in between). What is checked are properties every correct rotation
+// has, over the sequence of *queue grants* (grants to waiters that were queued; an
+// immediate grant happens only when nobody is queued, i.e. with an empty rotation).
+//   - A handle's *activation* lasts while it has queued waiters; its weight is that of
+//     the acquire that began it (decision 11.3: weight and turn are forgotten when it
+//     has none left).
+//   - A *run* of handle h is a maximal stretch of consecutive queue grants to h within
+//     one activation. A run begins with a fresh turn (h just reached the front) and is
+//     cut only when another handle is granted.
+// Rules:
+//   5a (turn size) When h is granted, for every other active handle g: the grants to h
+//      in its current run made after g became active number at most weight(h). (g is
+//      behind h: h may finish the turn in progress, or take one fresh turn if it was
+//      alone at the front when g joined, then g's turn comes before h's next.)
+//   5b (everyone in between) When h begins a run that is not its first in this
+//      activation, every other active handle g that was already active at h's previous
+//      grant has been granted since that grant.
+//   5c (the front is never skipped) When a queue grant goes to another handle than p,
+//      the handle of the previous queue grant, while p is still in the same
+//      activation, p's run is a whole number of turns: a multiple of weight(p).
+// Not checked: the order in which handles get their first turn (their join order);
+// the comparison with the reference model covers that.
+void invariant_checker::check_round_robin(const waiter_info& w) {
+    const std::uint64_t h = w.handle;
+    handle_info& hi = handles_.at(h);
+    const std::uint64_t index = rr_grants_ + 1;  // this grant's index among queue grants
+
+    // 5c
+    if (rr_last_handle_ && *rr_last_handle_ != h && rr_grants_ > 0) {
+        const auto p = handles_.find(*rr_last_handle_);
+        if (p != handles_.end() && p->second.last_grant == rr_grants_) {
+            const std::uint64_t run = rr_grants_ - p->second.run_start + 1;
+            if (run % p->second.weight != 0)
+                breach(cat("invariant 5: handle ", p->first, " lost the front after ", run % p->second.weight,
+                           " grant(s) of its turn of ", p->second.weight, " while it still had ",
+                           p->second.waiters.size(), " queued waiter(s): waiter ", w.id, " of handle ", h,
+                           " was granted instead"));
+        }
+    }
+
+    const bool new_run = hi.last_grant == 0 || hi.last_grant != rr_grants_;
+    if (new_run) {
+        // 5b
+        if (hi.last_grant != 0)
+            for (const auto& [g, gi] : handles_)
+                if (g != h && gi.activated_at < hi.last_grant && gi.last_grant < hi.last_grant) {
+                    breach(cat("invariant 5: handle ", h, " got a new turn (waiter ", w.id, ") while handle ", g,
+                               ", waiting since before its previous turn ended, has not had its turn"));
+                    break;
+                }
+        hi.run_start = index;
+    }
+
+    // 5a
+    for (const auto& [g, gi] : handles_) {
+        if (g == h) continue;
+        const std::uint64_t from = std::max(hi.run_start, gi.activated_at + 1);
+        const std::uint64_t grants = index - from + 1;
+        if (grants > hi.weight) {
+            breach(cat("invariant 5: handle ", h, " granted ", grants, " times in a row (waiter ", w.id, ", weight ",
+                       hi.weight, ") while handle ", g, " waited for its turn"));
+            break;
+        }
+    }
+
+    hi.last_grant = index;
+    rr_grants_ = index;
+    rr_last_handle_ = h;
+}
+
+// Invariant 6: after every step, no slot is idle while a waiter is queued.
+void invariant_checker::check_no_idle_while_queued() {
+    if (queued_.empty()) return;
+    for (std::uint32_t i = 0; i < slots_.size(); ++i)
+        if (slots_[i].state == slot_state::idle) {
+            breach(cat("invariant 6: slot ", i, " idle while ", queued_.size(), " waiter(s) queued"));
+            return;
+        }
+}
+
+// Section 5 step 2 did all its work: after the step nothing it covers is left.
+// (Step 3 and step 5 cannot bring any of it back: an idle slot made in this step has
+// age 0 and idle time 0, and step 5 raises the live count only up to min_slots or
+// while waiters queue, i.e. while no slot is idle.)
+void invariant_checker::check_time_driven_work_done() {
+    if (!by_deadline_.empty()) {
+        const auto& [deadline, arrival, id] = *by_deadline_.begin();
+        if (expired(deadline, now_))
+            breach(cat("section 5 step 2: waiter ", id, " still queued at now ", now_, " past its deadline ",
+                       time_text(deadline), " (it must be rejected timeout)"));
+    }
+    std::optional<std::uint32_t> oldest_idle;
+    for (std::uint32_t i = 0; i < slots_.size(); ++i) {
+        const slot_info& s = slots_[i];
+        if (config_.leak_threshold > 0 && s.state == slot_state::leased && s.lease != 0 && !s.leak_reported &&
+            now_ - s.granted_at >= config_.leak_threshold)
+            breach(cat("section 5 step 2: lease ", s.lease, " on slot ", i, " held since ", s.granted_at,
+                       " (leak_threshold ", config_.leak_threshold, ") was not reported leak_suspected"));
+        if (s.state != slot_state::idle) continue;
+        if (config_.max_lifetime > 0 && now_ - s.birth >= config_.max_lifetime)
+            breach(cat("section 5 step 2: slot ", i, " idle, born at ", s.birth, ", past max_lifetime ",
+                       config_.max_lifetime, " but not retired"));
+        if (!oldest_idle || s.idle_seq < slots_[*oldest_idle].idle_seq) oldest_idle = i;
+    }
+    if (oldest_idle && config_.idle_timeout > 0 && live_slots() > config_.min_slots &&
+        now_ - slots_[*oldest_idle].idle_since >= config_.idle_timeout)
+        breach(cat("section 5 step 2: slot ", *oldest_idle, " idle since ", slots_[*oldest_idle].idle_since,
+                   " (idle_timeout ", config_.idle_timeout, ") not retired although ", live_slots(),
+                   " slot(s) are live (min_slots ", config_.min_slots, ")"));
+}
+
+// Section 5 step 6 and invariant 9: shutting down, every slot empty, nobody waiting -> closed.
+void invariant_checker::check_closed_owed() {
+    if (shutting_down_ && !closed_emitted_ && by_arrival_.empty() && count(slot_state::empty) == slots_.size())
+        breach("invariant 9: shutting down, every slot empty and nobody queued, but closed was not emitted");
+}
+
+// Invariant 3: the gauges agree with the bookkeeping and stay within the limits.
+void invariant_checker::check_counts(const core::stats& after) {
+    std::uint64_t total = 0;
+    for (const std::uint64_t n : after.slots) total += n;
+    if (total != config_.max_slots)
+        breach(cat("invariant 3: stats.slots (empty+spawning+idle+leased+retiring) sum to ", total, ", max_slots is ",
+                   config_.max_slots));
+    for (int i = 0; i < core::slot_state_count; ++i) {
+        const auto st = static_cast<slot_state>(i);
+        if (after.slots[i] != count(st)) {
+            std::string which;
+            for (std::uint32_t j = 0; j < slots_.size() && which.size() < 60; ++j)
+                if (slots_[j].state == st) which += cat(which.empty() ? " (" : ", ", j);
+            if (!which.empty()) which += ")";
+            breach(cat("invariant 3: stats.slots[", to_string(st), "] is ", after.slots[i], " but ", count(st),
+                       " slot(s) are ", to_string(st), which));
+        }
+    }
+    if (after.queued_waiters > config_.max_waiters)
+        breach(cat("invariant 3: stats.queued_waiters is ", after.queued_waiters, ", above max_waiters ",
+                   config_.max_waiters));
+    if (after.queued_waiters != queued_.size())
+        breach(cat("invariant 3: stats.queued_waiters is ", after.queued_waiters, " but ", queued_.size(),
+                   " waiter(s) are queued"));
+    if (after.active_handles != handles_.size())
+        breach(cat("invariant 3: stats.active_handles is ", after.active_handles, " but ", handles_.size(),
+                   " handle(s) have queued waiters"));
+}
+
+// Section 9 and decision 11.2: the counters moved by exactly what the step emitted.
+void invariant_checker::check_counters(const core::stats& after) {
+    if (auto d = stats_difference(expected_counters_, after, false)) breach(cat("section 9: ", *d));
+}
+
+// ---------------------------------------------------------------------------------
+// Bookkeeping.
+
+void invariant_checker::queue_own_waiter() {
+    const event& e = *step_.e;
+    const waiter_info w = step_.own;
+    step_.own_open = false;
+    queued_[w.id] = w;
+    by_arrival_[w.arrival] = w.id;
+    by_deadline_.emplace(w.deadline, w.arrival, w.id);
+    auto [it, joined] = handles_.try_emplace(w.handle);
+    handle_info& h = it->second;
+    if (joined) {
+        // The acquire that makes the handle active sets its weight (section 3).
+        h.weight = e.weight.value_or(1);
+        h.activated_at = rr_grants_;
+    }
+    h.waiters.emplace(w.arrival, w.id);
+    // Invariant 3: queued <= max_waiters, per handle <= max_waiters_per_handle.
+    if (h.waiters.size() > *config_.max_waiters_per_handle)
+        breach(cat("invariant 3: handle ", w.handle, " has ", h.waiters.size(),
+                   " queued waiters, above max_waiters_per_handle ", *config_.max_waiters_per_handle));
+    if (queued_.size() > config_.max_waiters)
+        breach(cat("invariant 3: ", queued_.size(), " queued waiters, above max_waiters ", config_.max_waiters));
+}
+
+void invariant_checker::remove_queued(std::uint64_t waiter) {
+    const auto it = queued_.find(waiter);
+    if (it == queued_.end()) return;
+    const waiter_info& w = it->second;
+    by_arrival_.erase(w.arrival);
+    by_deadline_.erase({w.deadline, w.arrival, w.id});
+    const auto h = handles_.find(w.handle);
+    h->second.waiters.erase(w.arrival);
+    if (h->second.waiters.empty()) handles_.erase(h);  // decision 11.3: weight and turn forgotten
+    queued_.erase(it);
+}
+
+void invariant_checker::make_idle(std::uint32_t slot) {
+    slot_info& s = slots_[slot];
+    s.state = slot_state::idle;
+    s.lease = 0;
+    s.idle_seq = ++idle_seq_;
+    s.idle_since = now_;
+}
+
+std::uint64_t invariant_checker::count(slot_state st) const {
+    return static_cast<std::uint64_t>(
+        std::count_if(slots_.begin(), slots_.end(), [st](const slot_info& s) { return s.state == st; }));
+}
+
+std::uint64_t invariant_checker::live_slots() const {
+    return count(slot_state::idle) + count(slot_state::leased) + count(slot_state::spawning);
+}
+
+const invariant_checker::waiter_info* invariant_checker::find_live(std::uint64_t waiter) const {
+    if (step_.own_open && step_.phase >= stage_event && waiter == step_.own.id) return &step_.own;
+    const auto it = queued_.find(waiter);
+    return it == queued_.end() ? nullptr : &it->second;
+}
+
+std::string invariant_checker::describe(const effect& f) const {
+    switch (f.kind) {
+    case effect_kind::grant: return cat("grant waiter=", f.waiter, " slot=", f.slot, " lease=", f.lease);
+    case effect_kind::reject: return cat("reject waiter=", f.waiter, " reason=", to_string(f.rejected));
+    case effect_kind::spawn: return cat("spawn slot=", f.slot);
+    case effect_kind::retire: return cat("retire slot=", f.slot, " reason=", to_string(f.retired));
+    case effect_kind::leak_suspected: return cat("leak_suspected slot=", f.slot, " lease=", f.lease);
+    case effect_kind::closed: return "closed";
+    }
+    return "?";
+}
+
+}  // namespace fairpool::model

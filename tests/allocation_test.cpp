@@ -1,0 +1,109 @@
+// The scheduler allocates nothing after construction: a global operator new counter
+// stays at zero across one million random steps (and across the copies the property
+// test relies on being allocation-free too, once made).
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <new>
+
+#include "fairpool/core/scheduler.hpp"
+#include "random_workload.hpp"
+
+namespace {
+
+std::atomic<std::uint64_t> allocations{0};
+
+}  // namespace
+
+void* operator new(std::size_t size) {
+    allocations.fetch_add(1, std::memory_order_relaxed);
+    if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
+    throw std::bad_alloc();
+}
+void* operator new[](std::size_t size) { return operator new(size); }
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete[](void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
+
+namespace fairpool::testing {
+namespace {
+
+class counting_sink final : public core::effect_sink {
+public:
+    explicit counting_sink(random_workload& workload) : workload_(workload) {}
+    void on_effect(const core::effect& f) override {
+        ++count;
+        workload_.on_effect(f);
+    }
+    std::uint64_t count = 0;
+
+private:
+    random_workload& workload_;
+};
+
+std::uint64_t steps_without_allocation(const core::config& c, std::uint64_t steps, std::uint64_t seed) {
+    core::scheduler s(c, seed);
+    random_workload workload(c, seed, steps + 1);
+    counting_sink sink(workload);
+    const std::uint64_t before = allocations.load();
+    for (std::uint64_t i = 0; i < steps; ++i) {
+        const core::event e = workload.next(s);
+        workload.admitted(e, s.step(e, sink));
+    }
+    EXPECT_GT(sink.count, steps / 10) << "the workload must actually drive the scheduler";
+    EXPECT_GT(s.counters().grants_after_wait, 0u);
+    return allocations.load() - before;
+}
+
+TEST(allocation, counter_sees_allocations) {
+    const std::uint64_t before = allocations.load();
+    core::scheduler s(core::config{});
+    EXPECT_GT(allocations.load(), before);
+}
+
+TEST(allocation, one_million_random_steps_allocate_nothing) {
+    core::config c;
+    c.max_slots = 8;
+    c.min_slots = 2;
+    c.max_waiters = 64;
+    c.max_waiters_per_handle = 16;
+    c.acquire_timeout = 500;
+    c.idle_timeout = 300;
+    c.max_lifetime = 5000;
+    c.max_uses = 20;
+    c.spawn_backoff_initial = 10;
+    c.spawn_backoff_max = 1000;
+    c.leak_threshold = 400;
+    EXPECT_EQ(steps_without_allocation(c, 1'000'000, 42), 0u);
+}
+
+TEST(allocation, fifo_policy_and_fifo_idle_order_allocate_nothing) {
+    core::config c;
+    c.max_slots = 3;
+    c.max_waiters = 16;
+    c.policy = core::fairness_policy::fifo;
+    c.idle_order = core::idle_order::fifo;
+    c.leak_threshold = 50;
+    EXPECT_EQ(steps_without_allocation(c, 200'000, 7), 0u);
+}
+
+TEST(allocation, a_copied_scheduler_allocates_nothing_either) {
+    core::config c;
+    c.max_slots = 4;
+    c.max_waiters = 32;
+    core::scheduler original(c, 1);
+    core::scheduler copy = original;
+    random_workload workload(c, 3, 100'001);
+    counting_sink sink(workload);
+    const std::uint64_t before = allocations.load();
+    for (int i = 0; i < 100'000; ++i) {
+        const core::event e = workload.next(copy);
+        workload.admitted(e, copy.step(e, sink));
+    }
+    EXPECT_EQ(allocations.load() - before, 0u);
+}
+
+}  // namespace
+}  // namespace fairpool::testing
