@@ -30,6 +30,7 @@ using core::nanos;
 // What generation knows: the reference model after the events so far, plus the
 // bookkeeping it needs to pick meaningful events (live waiters, leases by slot).
 struct generation_state {
+    explicit generation_state(const core::config& c) : ref(c) {}
     model::reference_model ref;
     nanos now = 0;
     bool started = false;
@@ -42,6 +43,7 @@ struct system_under_test {
     core::scheduler core;
     model::reference_model ref;
     model::invariant_checker checker;
+    nanos now = 0;  // of the last valid event
 };
 
 using step_command = rc::state::Command<generation_state, system_under_test>;
@@ -161,7 +163,8 @@ struct step final : step_command {
         RC_ASSERT(sut.core.next_deadline() == sut.ref.next_deadline());
         const auto breach = sut.checker.check_step(e, actual_error, actual.effects, sut.core.counters());
         RC_ASSERT(breach.value_or("") == std::string());
-        check_deadline_is_exact(sut.core);
+        if (actual_error == core::event_error::ok) sut.now = e.now;
+        check_deadline_is_exact(sut.core, sut.now);
     }
 
     static std::vector<std::string> formatted(const std::vector<core::effect>& fx) {
@@ -172,10 +175,10 @@ struct step final : step_command {
 
     // A tick at next_deadline() emits an effect; a tick one nanosecond earlier (if
     // still in the future) emits none.
-    void check_deadline_is_exact(const core::scheduler& s) const {
+    static void check_deadline_is_exact(const core::scheduler& s, nanos now) {
         const auto deadline = s.next_deadline();
         if (!deadline) return;
-        RC_ASSERT(*deadline > e.now);
+        RC_ASSERT(*deadline > now);
         core::scheduler at = s;
         model::effect_log fired;
         at.step(event::tick(*deadline), fired);
@@ -212,10 +215,19 @@ RC_GTEST_PROP(scheduler_property, core_matches_model_and_invariants_hold, ()) {
     const core::config c = generate_config();
     RC_TAG(c.policy == core::fairness_policy::fifo ? "fifo" : "round_robin");
     RC_LOG() << trace::format_canonical(c) << "\n";
-    generation_state initial{model::reference_model(c)};
+    const generation_state initial(c);
     system_under_test sut{core::scheduler(c, *rc::gen::arbitrary<std::uint64_t>()), model::reference_model(c),
                           model::invariant_checker(c)};
     rc::state::check(initial, sut, rc::state::gen::execOneOfWithArgs<step>());
+    // How deep the sequences reach, printed in the summary.
+    const core::stats& s = sut.core.counters();
+    RC_CLASSIFY(s.grants_after_wait >= 10, "10+ grants after waiting");
+    RC_CLASSIFY(s.rejections[static_cast<int>(core::reject_reason::timeout)] > 0, "timeouts");
+    RC_CLASSIFY(s.rejections[static_cast<int>(core::reject_reason::saturated)] > 0, "saturated");
+    RC_CLASSIFY(s.retirements[static_cast<int>(core::retire_reason::shutdown)] > 0, "shutdown retirements");
+    RC_CLASSIFY(s.leaks_suspected > 0, "leaks");
+    RC_CLASSIFY(s.spawn_failures > 0, "spawn failures");
+    RC_CLASSIFY(s.retirements[static_cast<int>(core::retire_reason::idle)] > 0, "idle timeouts");
 }
 
 }  // namespace

@@ -76,8 +76,11 @@ std::string cat(const Parts&... parts) {
 
 nanos saturating_add(nanos a, nanos b) { return a > never - b ? never : a + b; }
 
-// A deadline of 2^64-1 is "no deadline" (decision 11.1): it never passes.
-bool expired(nanos deadline, nanos now) { return deadline != never && deadline <= now; }
+// Decision 11.9: a due time of 2^64-1 never comes, not even at now = 2^64-1 (deadlines,
+// leak reports, max_lifetime, idle_timeout, the end of a backoff alike).
+bool reached(nanos due, nanos now) { return due != never && due <= now; }
+bool expired(nanos deadline, nanos now) { return reached(deadline, now); }
+bool due_after(nanos from, nanos delay, nanos now) { return reached(saturating_add(from, delay), now); }
 
 std::string time_text(nanos t) { return t == never ? std::string("never") : std::to_string(t); }
 
@@ -352,7 +355,7 @@ void invariant_checker::begin_event() {
         } else if (config_.max_uses > 0 && s.uses >= config_.max_uses) {
             why = retire_reason::max_uses,
             detail = cat("released after ", s.uses, " grant(s) (max_uses ", config_.max_uses, ")");
-        } else if (config_.max_lifetime > 0 && e.now - s.birth >= config_.max_lifetime) {
+        } else if (config_.max_lifetime > 0 && due_after(s.birth, config_.max_lifetime, e.now)) {
             why = retire_reason::max_lifetime,
             detail = cat("released at age ", e.now - s.birth, " (max_lifetime ", config_.max_lifetime, ")");
         }
@@ -392,7 +395,7 @@ void invariant_checker::begin_event() {
 
     case event_kind::died:
         // The slot was idle when validated; step 2 may have retired it already (max_lifetime
-        // or idle_timeout), and then died has nothing left to do (the contract is silent).
+        // or idle_timeout), and then died does nothing more (decision 11.10).
         if (slots_[e.slot].state == slot_state::idle) {
             step_.retire_slot = e.slot, step_.retire_reason = retire_reason::died;
             step_.retire_why = "found dead";
@@ -475,14 +478,14 @@ void invariant_checker::on_grant(const effect& f) {
     const bool own = step_.own_open && f.waiter == step_.own.id;
     std::optional<waiter_info> w;
     if (const waiter_info* p = find_live(f.waiter)) w = *p;
-    check_waiter_live(f);   // invariants 1 and 8
+    check_waiter_live(f);  // invariants 1 and 8
+    // Invariant 9: after shutdown nobody is granted (the queue was rejected, later acquires are closed).
+    if (shutting_down_) breach(cat("invariant 9: ", describe(f), " after shutdown"));
     check_slot_grantable(f);  // invariants 2 and 7, idle order
     // Invariant 2: lease ids are 1, 2, 3, ... in grant order.
     if (f.lease != last_lease_ + 1)
         breach(cat("invariant 2: ", describe(f), ": lease ids increase 1, 2, 3, ... in grant order, expected lease ",
                    last_lease_ + 1));
-    // Invariant 9: after shutdown nobody is granted (the queue was rejected, later acquires are closed).
-    if (shutting_down_) breach(cat("invariant 9: ", describe(f), " after shutdown"));
 
     if (w) {
         if (own) {
@@ -604,7 +607,7 @@ void invariant_checker::on_spawn(const effect& f) {
         breach(cat("section 5 step 5: ", describe(f), ": the slot is ", to_string(s.state), ", not empty"));
     } else if (shutting_down_) {
         breach(cat("section 5 step 5: ", describe(f), " while shutting down"));
-    } else if (now_ < backoff_end_) {
+    } else if (!reached(backoff_end_, now_)) {
         breach(cat("section 5 step 5: ", describe(f), " at now ", now_, " inside the spawn backoff (it ends at ",
                    time_text(backoff_end_), ")"));
     } else {
@@ -641,7 +644,7 @@ void invariant_checker::on_retire(const effect& f) {
             breach(cat("section 5 step 2: ", describe(f), ": the slot is ", to_string(s.state), ", not idle"));
         else if (config_.idle_timeout == 0)
             breach(cat("section 5 step 2: ", describe(f), " but idle_timeout is 0 (disabled)"));
-        else if (now_ - s.idle_since < config_.idle_timeout)
+        else if (!due_after(s.idle_since, config_.idle_timeout, now_))
             breach(cat("section 5 step 2: ", describe(f), " at now ", now_, ": idle since ", s.idle_since,
                        ", less than idle_timeout ", config_.idle_timeout));
         else if (*oldest != slot)
@@ -654,12 +657,12 @@ void invariant_checker::on_retire(const effect& f) {
         // Step 2: idle slots past max_lifetime retire, by slot index.
         if (config_.max_lifetime == 0) {
             breach(cat("section 5 step 2: ", describe(f), " but max_lifetime is 0 (disabled)"));
-        } else if (now_ - s.birth < config_.max_lifetime) {
+        } else if (!due_after(s.birth, config_.max_lifetime, now_)) {
             breach(cat("section 5 step 2: ", describe(f), " at now ", now_, ": born at ", s.birth,
                        ", younger than max_lifetime ", config_.max_lifetime));
         } else {
             for (std::uint32_t i = 0; i < slot; ++i)
-                if (slots_[i].state == slot_state::idle && now_ - slots_[i].birth >= config_.max_lifetime) {
+                if (slots_[i].state == slot_state::idle && due_after(slots_[i].birth, config_.max_lifetime, now_)) {
                     breach(cat("section 5 step 2: ", describe(f), " came before lower slot ", i,
                                " (max_lifetime retirements go by slot index)"));
                     break;
@@ -702,7 +705,7 @@ void invariant_checker::on_leak(const effect& f) {
                    s.state == slot_state::leased && s.lease ? cat(" under lease ", s.lease) : std::string()));
     } else if (config_.leak_threshold == 0) {
         breach(cat("section 5 step 2: ", describe(f), " but leak_threshold is 0 (disabled)"));
-    } else if (now_ - s.granted_at < config_.leak_threshold) {
+    } else if (!due_after(s.granted_at, config_.leak_threshold, now_)) {
         breach(cat("section 5 step 2: ", describe(f), " at now ", now_, ": granted at ", s.granted_at,
                    ", held less than leak_threshold ", config_.leak_threshold));
     } else if (s.leak_reported) {
@@ -711,7 +714,7 @@ void invariant_checker::on_leak(const effect& f) {
         for (std::uint32_t i = 0; i < f.slot; ++i) {
             const slot_info& o = slots_[i];
             if (o.state == slot_state::leased && o.lease != 0 && !o.leak_reported &&
-                now_ - o.granted_at >= config_.leak_threshold) {
+                due_after(o.granted_at, config_.leak_threshold, now_)) {
                 breach(cat("section 5 step 2: ", describe(f), " came before lease ", o.lease, " of lower slot ", i,
                            " (leaks are reported by slot index)"));
                 break;
@@ -745,7 +748,7 @@ void invariant_checker::plan_spawns() {
         step_.spawns_expected = 0, step_.spawn_plan = "shutting down";
         return;
     }
-    if (now_ < backoff_end_) {
+    if (!reached(backoff_end_, now_)) {
         step_.spawns_expected = 0, step_.spawn_plan = cat("inside the backoff until ", time_text(backoff_end_));
         return;
     }
@@ -838,17 +841,21 @@ void invariant_checker::check_fifo(const waiter_info& w) {
 
 // Invariant 5, round robin.
 //
-// The rotation itself is not replayed: the contract leaves open whether a handle that
-// finishes its turn moves to the back at once or at the next grant (which matters when
-// a handle joins in between). What is checked are properties every correct rotation
-// has, over the sequence of *queue grants* (grants to waiters that were queued; an
-// immediate grant happens only when nobody is queued, i.e. with an empty rotation).
+// The contract leaves open *when* a handle that finishes its turn moves to the back:
+// at once ("eager") or at the next grant ("lazy"). It matters only for a handle that
+// joins in between: eager puts it behind the finished handle, lazy ahead of it. Both
+// are accepted. What is checked runs over the sequence of *queue grants* (grants to
+// waiters that were queued; an immediate grant happens only when nobody is queued,
+// i.e. with an empty rotation, and is ignored here).
 //   - A handle's *activation* lasts while it has queued waiters; its weight is that of
 //     the acquire that began it (decision 11.3: weight and turn are forgotten when it
 //     has none left).
 //   - A *run* of handle h is a maximal stretch of consecutive queue grants to h within
 //     one activation. A run begins with a fresh turn (h just reached the front) and is
 //     cut only when another handle is granted.
+//   - h *entered the back* of the rotation when it became active (a point), or, after
+//     a run that was cut while it stayed active, somewhere between its last grant
+//     (eager) and the grant that cut the run (lazy): the interval [entry_lo, entry_hi].
 // Rules:
 //   5a (turn size) When h is granted, for every other active handle g: the grants to h
 //      in its current run made after g became active number at most weight(h). (g is
@@ -857,26 +864,29 @@ void invariant_checker::check_fifo(const waiter_info& w) {
 //   5b (everyone in between) When h begins a run that is not its first in this
 //      activation, every other active handle g that was already active at h's previous
 //      grant has been granted since that grant.
-//   5c (the front is never skipped) When a queue grant goes to another handle than p,
-//      the handle of the previous queue grant, while p is still in the same
+//   5c (the front is never skipped mid-turn) When a queue grant goes to another handle
+//      than p, the handle of the previous queue grant, while p is still in the same
 //      activation, p's run is a whole number of turns: a multiple of weight(p).
-// Not checked: the order in which handles get their first turn (their join order);
-// the comparison with the reference model covers that.
+//   5d (the front is never skipped between turns) When h begins a run, no other active
+//      handle g entered the back surely before h did (g's entry_hi <= h's entry_lo): g
+//      would be ahead of h in the rotation, and has not been granted since.
 void invariant_checker::check_round_robin(const waiter_info& w) {
     const std::uint64_t h = w.handle;
     handle_info& hi = handles_.at(h);
     const std::uint64_t index = rr_grants_ + 1;  // this grant's index among queue grants
+    const std::uint64_t stamp = ++rr_clock_;
 
-    // 5c
+    // 5c, and where the cut handle entered the back.
     if (rr_last_handle_ && *rr_last_handle_ != h && rr_grants_ > 0) {
         const auto p = handles_.find(*rr_last_handle_);
         if (p != handles_.end() && p->second.last_grant == rr_grants_) {
-            const std::uint64_t run = rr_grants_ - p->second.run_start + 1;
-            if (run % p->second.weight != 0)
-                breach(cat("invariant 5: handle ", p->first, " lost the front after ", run % p->second.weight,
-                           " grant(s) of its turn of ", p->second.weight, " while it still had ",
-                           p->second.waiters.size(), " queued waiter(s): waiter ", w.id, " of handle ", h,
-                           " was granted instead"));
+            handle_info& pi = p->second;
+            const std::uint64_t run = rr_grants_ - pi.run_start + 1;
+            if (run % pi.weight != 0)
+                breach(cat("invariant 5: handle ", p->first, " lost the front after ", run % pi.weight,
+                           " grant(s) of its turn of ", pi.weight, " while it still had ", pi.waiters.size(),
+                           " queued waiter(s): waiter ", w.id, " of handle ", h, " was granted instead"));
+            pi.entry_lo = pi.last_grant_stamp, pi.entry_hi = stamp;
         }
     }
 
@@ -890,6 +900,14 @@ void invariant_checker::check_round_robin(const waiter_info& w) {
                                ", waiting since before its previous turn ended, has not had its turn"));
                     break;
                 }
+        // 5d
+        for (const auto& [g, gi] : handles_)
+            if (g != h && gi.entry_hi <= hi.entry_lo) {
+                breach(cat("invariant 5: handle ", h, " began a turn (waiter ", w.id, ") while handle ", g,
+                           " was ahead of it in the rotation (", gi.last_grant ? "moved to the back" : "joined",
+                           " earlier) and still waiting for its turn"));
+                break;
+            }
         hi.run_start = index;
     }
 
@@ -905,7 +923,7 @@ void invariant_checker::check_round_robin(const waiter_info& w) {
         }
     }
 
-    hi.last_grant = index;
+    hi.last_grant = index, hi.last_grant_stamp = stamp;
     rr_grants_ = index;
     rr_last_handle_ = h;
 }
@@ -935,17 +953,17 @@ void invariant_checker::check_time_driven_work_done() {
     for (std::uint32_t i = 0; i < slots_.size(); ++i) {
         const slot_info& s = slots_[i];
         if (config_.leak_threshold > 0 && s.state == slot_state::leased && s.lease != 0 && !s.leak_reported &&
-            now_ - s.granted_at >= config_.leak_threshold)
+            due_after(s.granted_at, config_.leak_threshold, now_))
             breach(cat("section 5 step 2: lease ", s.lease, " on slot ", i, " held since ", s.granted_at,
                        " (leak_threshold ", config_.leak_threshold, ") was not reported leak_suspected"));
         if (s.state != slot_state::idle) continue;
-        if (config_.max_lifetime > 0 && now_ - s.birth >= config_.max_lifetime)
+        if (config_.max_lifetime > 0 && due_after(s.birth, config_.max_lifetime, now_))
             breach(cat("section 5 step 2: slot ", i, " idle, born at ", s.birth, ", past max_lifetime ",
                        config_.max_lifetime, " but not retired"));
         if (!oldest_idle || s.idle_seq < slots_[*oldest_idle].idle_seq) oldest_idle = i;
     }
     if (oldest_idle && config_.idle_timeout > 0 && live_slots() > config_.min_slots &&
-        now_ - slots_[*oldest_idle].idle_since >= config_.idle_timeout)
+        due_after(slots_[*oldest_idle].idle_since, config_.idle_timeout, now_))
         breach(cat("section 5 step 2: slot ", *oldest_idle, " idle since ", slots_[*oldest_idle].idle_since,
                    " (idle_timeout ", config_.idle_timeout, ") not retired although ", live_slots(),
                    " slot(s) are live (min_slots ", config_.min_slots, ")"));
@@ -1007,6 +1025,7 @@ void invariant_checker::queue_own_waiter() {
         // The acquire that makes the handle active sets its weight (section 3).
         h.weight = e.weight.value_or(1);
         h.activated_at = rr_grants_;
+        h.entry_lo = h.entry_hi = ++rr_clock_;  // joins at the back
     }
     h.waiters.emplace(w.arrival, w.id);
     // Invariant 3: queued <= max_waiters, per handle <= max_waiters_per_handle.

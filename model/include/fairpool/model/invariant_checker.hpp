@@ -57,10 +57,14 @@ private:
     struct handle_info {
         std::map<std::uint64_t, std::uint64_t> waiters;  // arrival -> waiter id
         std::uint64_t weight = 1;        // from the acquire that made it active
-        // Round-robin bookkeeping, counted in queue grants (see check_round_robin).
+        // Round-robin bookkeeping (see check_round_robin). Indices count queue grants;
+        // stamps come from one clock that ticks at every activation and queue grant.
         std::uint64_t activated_at = 0;  // queue grants made before it became active
         std::uint64_t last_grant = 0;    // index of its last queue grant (0: none yet)
         std::uint64_t run_start = 0;     // index of the first grant of its current run
+        std::uint64_t last_grant_stamp = 0;
+        std::uint64_t entry_lo = 0;      // it entered the back of the rotation within
+        std::uint64_t entry_hi = 0;      // [entry_lo, entry_hi] (stamps)
     };
 
     struct slot_info {
@@ -171,6 +175,7 @@ private:
     std::uint64_t spawn_failures_in_a_row_ = 0;
     core::nanos backoff_end_ = 0;
     std::uint64_t rr_grants_ = 0;                     // queue grants so far (round robin)
+    std::uint64_t rr_clock_ = 0;                      // activations + queue grants so far
     std::optional<std::uint64_t> rr_last_handle_;     // handle of the last queue grant
     core::stats prev_{};                              // stats after the previous step
     bool have_prev_ = false;
