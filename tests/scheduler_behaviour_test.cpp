@@ -251,6 +251,15 @@ TYPED_TEST(behaviour, max_uses_recycles_the_resource) {
     EXPECT_EQ(d(E::release(9, 0, 3)), effects{});  // uses count from the new birth
 }
 
+TYPED_TEST(behaviour, max_uses_of_one_makes_every_resource_single_use) {
+    auto c = this->slots(1, 1);
+    c.max_uses = 1;
+    auto d = this->warm(c);
+    EXPECT_EQ(d(E::acquire(2, 1, 1)), (effects{"grant waiter=1 slot=0 lease=1"}));
+    EXPECT_EQ(d(E::release(3, 0, 1)), (effects{"retire slot=0 reason=max_uses"}));
+    EXPECT_EQ(d.machine().counters().retirements[static_cast<int>(core::retire_reason::max_uses)], 1u);
+}
+
 TYPED_TEST(behaviour, max_lifetime_retires_an_idle_slot_when_it_ages) {
     auto c = this->slots(1, 1);
     c.max_lifetime = 100;
