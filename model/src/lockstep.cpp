@@ -1,0 +1,68 @@
+#include "fairpool/model/lockstep.hpp"
+
+#include "fairpool/trace/format.hpp"
+
+namespace fairpool::model {
+
+namespace {
+
+class collect final : public core::effect_sink {
+public:
+    explicit collect(std::vector<core::effect>& into) : into_(into) { into_.clear(); }
+    void on_effect(const core::effect& f) override { into_.push_back(f); }
+
+private:
+    std::vector<core::effect>& into_;
+};
+
+std::string describe_deadline(std::optional<core::nanos> d) {
+    return d ? std::to_string(*d) : std::string("none");
+}
+
+}  // namespace
+
+std::string describe(const std::vector<core::effect>& effects) {
+    if (effects.empty()) return "nothing";
+    std::string out;
+    for (const core::effect& f : effects) {
+        if (!out.empty()) out += ", ";
+        out += trace::format(f);
+    }
+    return out;
+}
+
+lockstep::lockstep(const core::config& c) : core_(c), model_(c), checker_(c) {}
+
+lockstep::lockstep(const core::config& c, std::uint64_t hash_seed) : core_(c, hash_seed), model_(c), checker_(c) {}
+
+lockstep::outcome lockstep::step(const core::event& e) {
+    outcome result;
+    {
+        collect sink(core_effects_);
+        result.error = core_.step(e, sink);
+    }
+    if (fault_) fault_(e, core_effects_);
+    result.effects = &core_effects_;
+    core::event_error model_error;
+    {
+        collect sink(model_effects_);
+        model_error = model_.step(e, sink);
+    }
+    if (model_error != result.error) {
+        result.breach = std::string("core and model differ: core returned ") + core::to_string(result.error) +
+                        ", model " + core::to_string(model_error);
+    } else if (core_effects_ != model_effects_) {
+        result.breach = "core and model differ: core emitted " + describe(core_effects_) + "; model emitted " +
+                        describe(model_effects_);
+    } else if (core_.counters() != model_.counters()) {
+        result.breach = "core and model differ: counters";
+    } else if (core_.next_deadline() != model_.next_deadline()) {
+        result.breach = "core and model differ: next_deadline core " + describe_deadline(core_.next_deadline()) +
+                        ", model " + describe_deadline(model_.next_deadline());
+    }
+    auto breach = checker_.check_step(e, result.error, core_effects_, core_.counters());
+    if (!result.breach && breach) result.breach = std::move(breach);
+    return result;
+}
+
+}  // namespace fairpool::model

@@ -1,0 +1,128 @@
+#!/usr/bin/env python3
+"""End-to-end tests of fairpool-replay (and fairpool-sim for a long planted trace):
+replay REPLAY_BINARY SIM_BINARY SCRATCH_DIR. Prints GoogleTest-style result lines so
+that tools/run-tests counts each case."""
+import os
+import re
+import subprocess
+import sys
+
+replay, sim, scratch = sys.argv[1], sys.argv[2], sys.argv[3]
+os.makedirs(scratch, exist_ok=True)
+
+EVENTS_ONLY = """fairpool-trace v1
+config max_slots=2 min_slots=1 acquire_timeout=5000000
+@0 start
+@10 spawned slot=0
+@20 acquire waiter=1 handle=7
+@30 acquire waiter=2 handle=8 deadline=1000
+@1000 tick
+@1200 release slot=0 lease=1 outcome=dirty
+@1250 release slot=0 lease=1 outcome=clean
+@1300 acquire waiter=3 handle=7 deadline=1300
+"""
+
+
+def run(*args, stdin=None):
+    return subprocess.run([replay, *args], input=stdin, capture_output=True, text=True)
+
+
+def write(name, text):
+    path = os.path.join(scratch, name)
+    with open(path, "w") as f:
+        f.write(text)
+    return path
+
+
+def events_only_trace_prints_canonically_and_checks():
+    out = run("-", stdin=EVENTS_ONLY)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0] == "fairpool-trace v1"
+    assert lines[1].startswith("config max_slots=2 min_slots=1 max_waiters=1024 "), lines[1]
+    assert "= grant waiter=1 slot=0 lease=1" in lines and "! stale_lease" in lines, out.stdout
+    canonical = write("canonical.trace", out.stdout)
+    check = run("--check", canonical)
+    assert check.returncode == 0 and "ok, 8 events" in check.stdout, check.stdout + check.stderr
+    again = run(canonical)
+    assert again.stdout == out.stdout, "the canonical form is a fixed point"
+
+
+def changed_effect_fails_check_at_its_line():
+    canonical = run("-", stdin=EVENTS_ONLY).stdout.splitlines()
+    line = canonical.index("= grant waiter=1 slot=0 lease=1")
+    canonical[line] = "= grant waiter=1 slot=1 lease=1"
+    path = write("changed.trace", "\n".join(canonical) + "\n")
+    check = run("--check", path)
+    assert check.returncode == 1, check
+    assert check.stdout.strip() == (f"{path}:{line + 1}: expected `= grant waiter=1 slot=1 lease=1` "
+                                    "got `= grant waiter=1 slot=0 lease=1`"), check.stdout
+
+
+def missing_and_extra_effects_and_errors_fail_check():
+    canonical = run("-", stdin=EVENTS_ONLY).stdout.splitlines()
+    spawn = canonical.index("= spawn slot=1")
+    dropped = write("dropped.trace", "\n".join(canonical[:spawn] + canonical[spawn + 1:]) + "\n")
+    out = run("--check", dropped)
+    assert out.returncode == 1 and "expected no further effect got `= spawn slot=1`" in out.stdout, out.stdout
+    error = canonical.index("! stale_lease")
+    no_error = write("no_error.trace", "\n".join(canonical[:error] + canonical[error + 1:]) + "\n")
+    out = run("--check", no_error)
+    assert out.returncode == 1 and out.stdout.strip().endswith("expected no error got `! stale_lease`"), out.stdout
+
+
+def unreadable_input_exits_2():
+    out = run(os.path.join(scratch, "does-not-exist.trace"))
+    assert out.returncode == 2 and "cannot open" in out.stderr, out
+    out = run("--bogus", "x")
+    assert out.returncode == 2 and "unknown option" in out.stderr, out
+
+
+def stats_report_fairness():
+    out = run("--stats", "-", stdin=EVENTS_ONLY)
+    assert out.returncode == 0, out.stderr
+    assert "grants: 1 (1 immediate, 0 after waiting)" in out.stdout, out.stdout
+    assert "timeout=2" in out.stdout and "Jain's fairness index" in out.stdout, out.stdout
+
+
+def minimize_shrinks_a_planted_failure_to_a_handful():
+    # A long simulated run, then a planted bug: dirty resources are not retired.
+    made = subprocess.run([sim, "--seed", "7", "--events", "5000", "--trace-always", "--out", scratch, "--quiet"],
+                          capture_output=True, text=True)
+    assert made.returncode == 0, made.stdout + made.stderr
+    long_trace = os.path.join(scratch, "fairpool-sim-7.trace")
+    events = sum(1 for l in open(long_trace) if l.startswith("@"))
+    assert events >= 2000, events
+    assert run("--invariants", long_trace).returncode == 0
+    failing = run("--invariants", "--fault", "reuse-dirty", long_trace)
+    assert failing.returncode == 1, failing.stdout
+    small = os.path.join(scratch, "minimized.trace")
+    out = run("--fault", "reuse-dirty", "--minimize", small, long_trace)
+    assert out.returncode == 0, out.stdout + out.stderr
+    kept = [l for l in open(small) if l.startswith("@")]
+    assert 1 <= len(kept) <= 8, kept
+    still = run("--invariants", "--fault", "reuse-dirty", small)
+    assert still.returncode == 1, still.stdout
+    signature = lambda text: re.sub(r"\d+", "#", text.split(": ", 1)[1])
+    assert signature(still.stdout) == signature(failing.stdout), (still.stdout, failing.stdout)
+    # 1-minimal: removing any single event makes it pass.
+    lines = open(small).read().splitlines()
+    header, kept_events = lines[:2], [l for l in lines if l.startswith("@")]
+    for i, event in enumerate(kept_events):
+        path = write("minus-one.trace", "\n".join(header + kept_events[:i] + kept_events[i + 1:]) + "\n")
+        assert run("--invariants", "--fault", "reuse-dirty", path).returncode == 0, f"{event} was removable"
+    print(f"    {events} events shrunk to {len(kept)}: {' | '.join(l.strip() for l in kept)}")
+
+
+cases = [events_only_trace_prints_canonically_and_checks, changed_effect_fails_check_at_its_line,
+         missing_and_extra_effects_and_errors_fail_check, unreadable_input_exits_2, stats_report_fairness,
+         minimize_shrinks_a_planted_failure_to_a_handful]
+failed = 0
+for case in cases:
+    try:
+        case()
+        print(f"[       OK ] replay_cli.{case.__name__} (0 ms)")
+    except AssertionError as e:
+        failed += 1
+        print(f"[  FAILED  ] replay_cli.{case.__name__} (0 ms)\n    {e}")
+sys.exit(1 if failed else 0)

@@ -1,0 +1,267 @@
+#include "replay.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <fstream>
+#include <map>
+#include <optional>
+
+#include "ddmin.hpp"
+#include "fairpool/core/scheduler.hpp"
+#include "fairpool/trace/format.hpp"
+#include "fairpool/trace/write.hpp"
+
+namespace fairpool::replay {
+
+namespace {
+
+class collect final : public core::effect_sink {
+public:
+    std::vector<core::effect> effects;
+    void on_effect(const core::effect& f) override { effects.push_back(f); }
+};
+
+std::string quoted_effect(const core::effect& f) { return "`= " + trace::format(f) + "`"; }
+
+std::string quoted_error(core::event_error e) {
+    return e == core::event_error::ok ? std::string("no error") : std::string("`! ") + core::to_string(e) + "`";
+}
+
+std::string at(const options& o, std::size_t line) { return o.file + ":" + std::to_string(line) + ": "; }
+
+// The first breach of a list of events under --invariants: its index and message.
+struct breach {
+    std::size_t index;
+    std::string message;
+};
+
+std::optional<breach> first_breach(const core::config& c, const std::vector<core::event>& events,
+                                   model::lockstep::fault fault) {
+    model::lockstep machines(c, 1);
+    machines.plant(fault);
+    for (std::size_t i = 0; i < events.size(); ++i) {
+        auto outcome = machines.step(events[i]);
+        if (outcome.breach) return breach{i, *outcome.breach};
+    }
+    return std::nullopt;
+}
+
+// Removing events from a trace leaves later ones pointing at leases and slot states
+// that no longer exist. Repair keeps a subsequence meaningful: a release names the
+// lease its slot holds now, and an event that was valid in the full trace but would
+// now be refused is dropped. Events refused in the full trace too are kept as they are.
+std::vector<core::event> repaired(const core::config& c, const std::vector<core::event>& events,
+                                  const std::vector<bool>& valid_in_full_trace) {
+    core::scheduler s(c, 1);
+    collect sink;
+    std::vector<std::uint64_t> lease_of_slot(c.max_slots, 0);
+    std::vector<core::event> kept;
+    for (std::size_t i = 0; i < events.size(); ++i) {
+        core::event e = events[i];
+        if (e.kind == core::event_kind::release && e.slot < c.max_slots) e.lease = lease_of_slot[e.slot];
+        core::scheduler trial = s;
+        sink.effects.clear();
+        if (trial.step(e, sink) != core::event_error::ok && valid_in_full_trace[i]) continue;
+        s = std::move(trial);
+        for (const core::effect& f : sink.effects)
+            if (f.kind == core::effect_kind::grant) lease_of_slot[f.slot] = f.lease;
+        kept.push_back(e);
+    }
+    return kept;
+}
+
+// A breach message with its numbers masked: two failures are "the same" when only
+// the waiters, slots, leases or times they name differ.
+std::string signature(const std::string& message) {
+    std::string out;
+    for (std::size_t i = 0; i < message.size(); ++i) {
+        if (std::isdigit(static_cast<unsigned char>(message[i]))) {
+            out += '#';
+            while (i + 1 < message.size() && std::isdigit(static_cast<unsigned char>(message[i + 1]))) ++i;
+        } else {
+            out += message[i];
+        }
+    }
+    return out;
+}
+
+std::vector<core::event> events_of(const trace::trace& t) {
+    std::vector<core::event> events;
+    for (const trace::step& s : t.steps) events.push_back(s.event);
+    return events;
+}
+
+void fault_reuse_dirty(const core::event&, std::vector<core::effect>& effects) {
+    std::erase_if(effects, [](const core::effect& f) {
+        return f.kind == core::effect_kind::retire && f.retired == core::retire_reason::dirty;
+    });
+}
+
+void fault_lose_cancel(const core::event&, std::vector<core::effect>& effects) {
+    std::erase_if(effects, [](const core::effect& f) {
+        return f.kind == core::effect_kind::reject && f.rejected == core::reject_reason::cancelled;
+    });
+}
+
+// Nearest-rank percentile of sorted values.
+core::nanos percentile(const std::vector<core::nanos>& sorted, double p) {
+    if (sorted.empty()) return 0;
+    const auto rank = static_cast<std::size_t>(p / 100.0 * static_cast<double>(sorted.size()) + 0.999999);
+    return sorted[std::clamp<std::size_t>(rank, 1, sorted.size()) - 1];
+}
+
+}  // namespace
+
+model::lockstep::fault fault_named(const std::string& name) {
+    if (name == "reuse-dirty") return fault_reuse_dirty;
+    if (name == "lose-cancel") return fault_lose_cancel;
+    return nullptr;
+}
+
+int print_canonical(const trace::trace& t, const options& o, std::ostream& out) {
+    model::lockstep machines(t.config, 1);
+    machines.plant(o.fault);
+    trace::write_header(out, t.config);
+    for (const trace::step& s : t.steps) {
+        const auto outcome = machines.step(s.event);
+        trace::write_step(out, s.event, *outcome.effects, outcome.error);
+    }
+    return 0;
+}
+
+int check(const trace::trace& t, const options& o, std::ostream& out) {
+    model::lockstep machines(t.config, 1);
+    machines.plant(o.fault);
+    std::size_t effects_checked = 0;
+    for (const trace::step& s : t.steps) {
+        const auto outcome = machines.step(s.event);
+        const std::vector<core::effect>& got = *outcome.effects;
+        const std::size_t n = std::max(got.size(), s.effects.size());
+        for (std::size_t j = 0; j < n; ++j) {
+            if (j < got.size() && j < s.effects.size() && got[j] == s.effects[j].effect) continue;
+            if (j >= got.size()) {
+                out << at(o, s.effects[j].line) << "expected " << quoted_effect(s.effects[j].effect)
+                    << " got no further effect\n";
+            } else if (j >= s.effects.size()) {
+                const std::size_t line = s.effects.empty() ? s.line : s.effects.back().line;
+                out << at(o, line) << "expected no further effect got " << quoted_effect(got[j]) << "\n";
+            } else {
+                out << at(o, s.effects[j].line) << "expected " << quoted_effect(s.effects[j].effect) << " got "
+                    << quoted_effect(got[j]) << "\n";
+            }
+            return 1;
+        }
+        effects_checked += n;
+        const core::event_error recorded = s.error.value_or(core::event_error::ok);
+        if (recorded != outcome.error) {
+            out << at(o, s.error ? s.error_line : s.line) << "expected " << quoted_error(recorded) << " got "
+                << quoted_error(outcome.error) << "\n";
+            return 1;
+        }
+    }
+    out << o.file << ": ok, " << t.steps.size() << " events and " << effects_checked << " effects as recorded\n";
+    return 0;
+}
+
+int check_invariants(const trace::trace& t, const options& o, std::ostream& out) {
+    if (const auto found = first_breach(t.config, events_of(t), o.fault)) {
+        out << at(o, t.steps[found->index].line) << found->message << "\n";
+        return 1;
+    }
+    out << o.file << ": ok, " << t.steps.size() << " events, core agrees with the model, invariants hold\n";
+    return 0;
+}
+
+int print_stats(const trace::trace& t, const options& o, std::ostream& out) {
+    core::scheduler s(t.config, 1);
+    std::map<std::uint64_t, std::pair<std::uint64_t, core::nanos>> waiting;  // waiter → (handle, acquired at)
+    std::map<std::uint64_t, std::uint64_t> grants_per_handle;
+    std::map<std::uint64_t, bool> handle_waited;
+    std::vector<core::nanos> waits;
+    collect sink;
+    for (const trace::step& step : t.steps) {
+        sink.effects.clear();
+        const core::event& e = step.event;
+        if (s.step(e, sink) != core::event_error::ok) continue;
+        if (e.kind == core::event_kind::acquire) waiting[e.waiter] = {e.handle, e.now};
+        for (const core::effect& f : sink.effects) {
+            if (f.kind != core::effect_kind::grant && f.kind != core::effect_kind::reject) continue;
+            const auto [handle, since] = waiting.at(f.waiter);
+            waiting.erase(f.waiter);
+            if (f.kind != core::effect_kind::grant) continue;
+            waits.push_back(e.now - since);
+            ++grants_per_handle[handle];
+            const bool granted_in_its_own_acquire = e.kind == core::event_kind::acquire && e.waiter == f.waiter;
+            handle_waited[handle] = handle_waited[handle] || !granted_in_its_own_acquire;
+        }
+    }
+    std::sort(waits.begin(), waits.end());
+    const core::stats& c = s.counters();
+    out << o.file << ": " << t.steps.size() << " events\n";
+    out << "grants: " << c.grants_immediate + c.grants_after_wait << " (" << c.grants_immediate << " immediate, "
+        << c.grants_after_wait << " after waiting)\n";
+    out << "rejections:";
+    for (int r = 0; r < core::reject_reason_count; ++r)
+        out << " " << core::to_string(static_cast<core::reject_reason>(r)) << "=" << c.rejections[r];
+    out << "\nwait (ns, over all grants): p50=" << percentile(waits, 50) << " p99=" << percentile(waits, 99)
+        << " max=" << (waits.empty() ? 0 : waits.back()) << "\n";
+    out << "grants per handle:";
+    for (const auto& [handle, n] : grants_per_handle) out << " " << handle << "=" << n;
+    double sum = 0, squares = 0;
+    std::size_t waited = 0;
+    for (const auto& [handle, n] : grants_per_handle) {
+        if (!handle_waited[handle]) continue;
+        sum += static_cast<double>(n);
+        squares += static_cast<double>(n) * static_cast<double>(n);
+        ++waited;
+    }
+    out << "\nJain's fairness index over the " << waited << " handles that waited: ";
+    if (waited == 0) out << "n/a\n"; else out << sum * sum / (static_cast<double>(waited) * squares) << "\n";
+    return 0;
+}
+
+int minimize(const trace::trace& t, const options& o, const std::string& output_path, std::ostream& out) {
+    const std::vector<core::event> events = events_of(t);
+    const auto original = first_breach(t.config, events, o.fault);
+    if (!original) {
+        out << o.file << ": the trace does not fail under --invariants: nothing to minimize\n";
+        return 1;
+    }
+    std::vector<bool> valid(events.size());
+    {
+        core::scheduler s(t.config, 1);
+        collect sink;
+        for (std::size_t i = 0; i < events.size(); ++i) valid[i] = s.step(events[i], sink) == core::event_error::ok;
+    }
+    // ddmin works on indices into the full trace; each candidate is repaired, then replayed.
+    const auto candidate = [&](const std::vector<std::size_t>& indices) {
+        std::vector<core::event> subset;
+        std::vector<bool> subset_valid;
+        for (const std::size_t i : indices) subset.push_back(events[i]), subset_valid.push_back(valid[i]);
+        return repaired(t.config, subset, subset_valid);
+    };
+    const std::string wanted = signature(original->message);
+    std::size_t runs = 0;
+    const std::function<bool(const std::vector<std::size_t>&)> fails = [&](const std::vector<std::size_t>& indices) {
+        ++runs;
+        const auto found = first_breach(t.config, candidate(indices), o.fault);
+        return found && signature(found->message) == wanted;
+    };
+    std::vector<std::size_t> all(events.size());
+    for (std::size_t i = 0; i < all.size(); ++i) all[i] = i;
+    const std::vector<core::event> smallest = candidate(ddmin(all, fails));
+    trace::trace shrunk{t.config, {}};
+    for (const core::event& e : smallest) shrunk.steps.push_back({e, 0, {}, std::nullopt, 0});
+    std::ofstream file(output_path);
+    if (!file) {
+        out << output_path << ": cannot write\n";
+        return 2;
+    }
+    print_canonical(shrunk, o, file);
+    out << o.file << ": " << events.size() << " events shrunk to " << smallest.size() << " (" << runs
+        << " replays), still failing with: " << first_breach(t.config, smallest, o.fault)->message << "\n"
+        << "written to " << output_path << "\n";
+    return 0;
+}
+
+}  // namespace fairpool::replay

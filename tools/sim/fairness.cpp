@@ -1,0 +1,53 @@
+#include "fairness.hpp"
+
+namespace fairpool::sim {
+
+double jain(const std::vector<double>& xs) {
+    double sum = 0;
+    double squares = 0;
+    for (double x : xs) sum += x, squares += x * x;
+    if (xs.empty() || squares == 0) return 1;
+    return sum * sum / (static_cast<double>(xs.size()) * squares);
+}
+
+void fairness_meter::queued(std::size_t h, std::uint64_t weight) {
+    handle& s = handles_[h];
+    s.waited = true;
+    if (s.queued++ == 0) {
+        s.weight = static_cast<double>(weight);
+        s.clock_at_join = clock_;
+        active_weight_ += s.weight;
+    }
+}
+
+void fairness_meter::left(std::size_t h, bool granted) {
+    handle& s = handles_[h];
+    if (granted) {
+        clock_ += 1 / active_weight_;
+        ++s.grants;
+    }
+    if (--s.queued == 0) {
+        s.entitled += s.weight * (clock_ - s.clock_at_join);
+        active_weight_ -= s.weight;
+    }
+}
+
+fairness_sample fairness_meter::finish() const {
+    fairness_sample out;
+    std::vector<double> shares;
+    std::vector<double> grants;
+    std::uint64_t total = 0;
+    for (const handle& s : handles_) {
+        double entitled = s.entitled;
+        if (s.queued > 0) entitled += s.weight * (clock_ - s.clock_at_join);
+        if (entitled >= 1) shares.push_back(static_cast<double>(s.grants) / entitled);
+        if (s.waited) grants.push_back(static_cast<double>(s.grants)), total += s.grants;
+    }
+    out.queue_grants = total;
+    if (total < min_queue_grants) return out;
+    if (shares.size() >= 2) out.share_index = jain(shares), out.handles_counted = shares.size();
+    if (grants.size() >= 2 && total > 0) out.grant_index = jain(grants);
+    return out;
+}
+
+}  // namespace fairpool::sim
