@@ -109,6 +109,10 @@ std::string describe_event(const event& e) {
 
 // Names the first field where two stats differ; gauges too if asked.
 std::optional<std::string> stats_difference(const core::stats& want, const core::stats& got, bool gauges) {
+    // The common case, cheaply: no difference at all (names are built only for a breach).
+    core::stats same = want;
+    if (!gauges) same.queued_waiters = got.queued_waiters, same.active_handles = got.active_handles, same.slots = got.slots;
+    if (same == got) return std::nullopt;
     auto field = [](const std::string& name, std::uint64_t w, std::uint64_t g) -> std::optional<std::string> {
         if (w == g) return std::nullopt;
         return cat("stats.", name, " is ", g, ", expected ", w);

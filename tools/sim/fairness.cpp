@@ -1,5 +1,7 @@
 #include "fairness.hpp"
 
+#include <algorithm>
+
 namespace fairpool::sim {
 
 double jain(const std::vector<double>& xs) {
@@ -10,26 +12,29 @@ double jain(const std::vector<double>& xs) {
     return sum * sum / (static_cast<double>(xs.size()) * squares);
 }
 
+void fairness_meter::reshare(handle& s) {
+    const double share = static_cast<double>(std::min(s.weight, s.queued));
+    s.entitled += s.share * (clock_ - s.clock_mark);
+    s.clock_mark = clock_;
+    active_share_ += share - s.share;
+    s.share = share;
+}
+
 void fairness_meter::queued(std::size_t h, std::uint64_t weight) {
     handle& s = handles_[h];
     s.waited = true;
-    if (s.queued++ == 0) {
-        s.weight = static_cast<double>(weight);
-        s.clock_at_join = clock_;
-        active_weight_ += s.weight;
-    }
+    if (s.queued++ == 0) s.weight = weight;
+    reshare(s);
 }
 
 void fairness_meter::left(std::size_t h, bool granted) {
     handle& s = handles_[h];
     if (granted) {
-        clock_ += 1 / active_weight_;
+        clock_ += 1 / active_share_;
         ++s.grants;
     }
-    if (--s.queued == 0) {
-        s.entitled += s.weight * (clock_ - s.clock_at_join);
-        active_weight_ -= s.weight;
-    }
+    --s.queued;
+    reshare(s);
 }
 
 fairness_sample fairness_meter::finish() const {
@@ -38,8 +43,7 @@ fairness_sample fairness_meter::finish() const {
     std::vector<double> grants;
     std::uint64_t total = 0;
     for (const handle& s : handles_) {
-        double entitled = s.entitled;
-        if (s.queued > 0) entitled += s.weight * (clock_ - s.clock_at_join);
+        const double entitled = s.entitled + s.share * (clock_ - s.clock_mark);
         if (entitled >= 1) shares.push_back(static_cast<double>(s.grants) / entitled);
         if (s.waited) grants.push_back(static_cast<double>(s.grants)), total += s.grants;
     }

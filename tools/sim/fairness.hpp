@@ -5,16 +5,18 @@
 //
 // - share index: over handles that waited, x = grants a handle received from the
 //   queue / the grants it was entitled to while it was backlogged. At every grant of a
-//   queued waiter, each handle with queued waiters is entitled to weight / (sum of the
-//   weights of the handles with queued waiters) of that grant (weights count under
-//   round_robin only). A perfectly fair round robin gives x = 1 for everyone whatever
+//   queued waiter, each handle with queued waiters is entitled to e / (sum of e over
+//   the handles with queued waiters) of that grant, where e = min(weight, its queued
+//   waiters): a turn of `weight` grants can only be used by a handle that has that many
+//   waiters (weights count under round_robin only; elsewhere weight = 1). A perfectly fair round robin gives x = 1 for everyone whatever
 //   the demand; FIFO favours handles that queue more. Only handles entitled to at
 //   least one grant count, and only seeds with >= min_queue_grants grants from the
 //   queue (fewer is noise).
 // - grant index: plain J over the number of queue grants per handle, among handles
 //   that had a waiter queued at some point. It reflects demand as much as policy.
 //
-// Bookkeeping is O(1) per change (a "share clock" advances by 1/W at each queue grant).
+// Bookkeeping is O(1) per change: a share clock advances by 1 / (sum of e) at each
+// queue grant, and a handle's entitlement grows by e times the clock's advance.
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -22,7 +24,7 @@
 
 namespace fairpool::sim {
 
-inline constexpr std::uint64_t min_queue_grants = 100;
+inline constexpr std::uint64_t min_queue_grants = 50;
 
 struct fairness_sample {
     std::optional<double> share_index;  // needs >= 2 handles entitled to >= 1 grant
@@ -45,14 +47,17 @@ public:
 private:
     struct handle {
         std::uint64_t queued = 0;
-        double weight = 1;
-        double clock_at_join = 0;
+        std::uint64_t weight = 1;  // in force while active
+        double share = 0;          // min(weight, queued)
+        double clock_mark = 0;     // share clock when `share` last changed
         double entitled = 0;
         std::uint64_t grants = 0;
         bool waited = false;
     };
+    void reshare(handle& s);
+
     std::vector<handle> handles_;
-    double active_weight_ = 0;
+    double active_share_ = 0;  // sum of `share` over the handles
     double clock_ = 0;
 };
 

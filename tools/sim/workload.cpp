@@ -76,7 +76,7 @@ std::vector<tenant> make_tenants(rng& r, const run_settings& settings, const cor
         if (t.greedy) {
             t.on_mean = hold_mean * r.between(100, 1000);
             t.off_mean = hold_mean * r.between(5, 100);
-            t.p_burst = r.percent(30, 80);
+            t.p_burst = r.percent(20, 60);
         } else {
             t.on_mean = hold_mean * r.between(10, 200);
             t.off_mean = hold_mean * r.between(10, 400);
@@ -111,7 +111,10 @@ scenario make_scenario(rng& r, const run_settings& settings) {
     const std::uint64_t base_kind = r.below(4);
     s.waiter_base = base_kind < 2 ? 1 : base_kind == 2 ? r.between(2, nanos{1} << 40) : ~nanos{0} - (nanos{1} << 33);
     const std::uint64_t start_kind = r.below(20);
-    s.start_at = start_kind < 10 ? 0 : start_kind < 19 ? r.between(1, 1000 * ms) : r.between(nanos{1} << 61, nanos{1} << 62);
+    if (start_kind < 10) s.start_at = 0;
+    else if (start_kind < 18) s.start_at = r.between(1, 1000 * ms);
+    else if (start_kind < 19) s.start_at = r.between(nanos{1} << 61, nanos{1} << 62);
+    else s.start_at = core::never - r.between(hm, hm * 500);  // runs into the end of time (2^64-1)
     const std::uint64_t quantum_kind = r.below(20);
     s.quantum = quantum_kind < 14 ? 1 : quantum_kind < 17 ? us : hm / 2;
 

@@ -1,0 +1,80 @@
+// Invalid events, injected now and then: each is built so that exactly one error is
+// right (the first check of section 3 that fails), and none may change anything.
+#include "simulation_state.hpp"
+
+namespace fairpool::sim {
+
+using detail::plus;
+
+void simulation::impl::inject_before_start() {
+    event e;
+    switch (r.below(4)) {
+        case 0: e = event::tick(plus(now, r.between(0, sc.hold_mean))); break;
+        case 1: e = event::acquire(now, fresh_waiter(0), sc.tenants[0].handle); break;
+        case 2: e = event::release(now, 0, 1); break;
+        default: e = event::shutdown(now); break;
+    }
+    send(e, event_error::not_started);
+}
+
+void simulation::impl::inject_invalid() {
+    const std::uint32_t max_slots = static_cast<std::uint32_t>(sc.config.max_slots);
+    const std::uint32_t slot = static_cast<std::uint32_t>(r.below(max_slots));
+    const slot_view& s = slots[slot];
+    const auto bad_slot = [&] {
+        const std::uint32_t bad = static_cast<std::uint32_t>(r.between(max_slots, 65535));
+        static constexpr core::event_kind kinds[] = {core::event_kind::release, core::event_kind::spawned,
+                                                     core::event_kind::spawn_failed, core::event_kind::retired,
+                                                     core::event_kind::died};
+        event e = event::of_slot(kinds[r.below(5)], now, bad);
+        if (e.kind == core::event_kind::release) e.lease = r.between(0, last_lease + 1);
+        send(e, event_error::bad_slot);
+    };
+    switch (r.below(9)) {
+        case 0: {  // time first: even an otherwise bad event says time_went_backwards
+            if (last_now == 0) return bad_slot();
+            event e = r.chance(0.5) ? event::tick(last_now - 1)
+                                    : event::release(r.between(0, last_now - 1), max_slots, 0);
+            send(e, event_error::time_went_backwards);
+            return;
+        }
+        case 1: return bad_slot();
+        case 2: {  // fields before state: a bad weight on a queued waiter's id is bad_weight
+            const std::uint64_t id = !queued_ids.empty() && r.chance(0.5)
+                                         ? queued_ids[static_cast<std::size_t>(r.below(queued_ids.size()))]
+                                         : fresh_waiter(0);
+            const std::uint64_t k = r.below(3);
+            const std::uint64_t weight = k == 0 ? 0 : k == 1 ? core::max_weight + 1 + r.below(1000) : ~std::uint64_t{0};
+            send(event::acquire(now, id, sc.tenants[0].handle, std::nullopt, weight), event_error::bad_weight);
+            return;
+        }
+        case 3: {
+            if (queued_ids.empty()) return bad_slot();
+            const std::uint64_t id = queued_ids[static_cast<std::size_t>(r.below(queued_ids.size()))];
+            const auto t = static_cast<std::size_t>(r.below(sc.tenants.size()));
+            send(event::acquire(now, id, sc.tenants[t].handle), event_error::duplicate_waiter);
+            return;
+        }
+        case 4: {
+            const std::uint64_t lease = s.state == slot_state::leased ? s.lease + 1 + r.below(3) : r.between(0, last_lease + 1);
+            send(event::release(now, slot, lease, r.chance(0.5) ? core::release_outcome::dirty : core::release_outcome::clean),
+                 event_error::stale_lease);
+            return;
+        }
+        case 5:
+            if (s.state == slot_state::spawning) return bad_slot();
+            send(r.chance(0.5) ? event::spawned(now, slot) : event::spawn_failed(now, slot), event_error::not_spawning);
+            return;
+        case 6:
+            if (s.state == slot_state::retiring) return bad_slot();
+            send(event::retired(now, slot), event_error::not_retiring);
+            return;
+        case 7:
+            if (s.state == slot_state::idle) return bad_slot();
+            send(event::died(now, slot), event_error::not_idle);
+            return;
+        default: send(event::start(now), event_error::already_started); return;
+    }
+}
+
+}  // namespace fairpool::sim
