@@ -1,5 +1,7 @@
 #include "fairpool/model/lockstep.hpp"
 
+#include <algorithm>
+
 #include "fairpool/trace/format.hpp"
 
 namespace fairpool::model {
@@ -17,6 +19,19 @@ private:
 
 std::string describe_deadline(std::optional<core::nanos> d) {
     return d ? std::to_string(*d) : std::string("none");
+}
+
+// What one emitted and the other did not (as multisets, order aside), e.g.
+// "model only: retire slot=0 reason=dirty; core only: nothing".
+std::string difference(const std::vector<core::effect>& core, const std::vector<core::effect>& model) {
+    std::vector<core::effect> core_only = core;
+    std::vector<core::effect> model_only;
+    for (const core::effect& f : model) {
+        const auto match = std::find(core_only.begin(), core_only.end(), f);
+        if (match != core_only.end()) core_only.erase(match); else model_only.push_back(f);
+    }
+    if (core_only.empty() && model_only.empty()) return "same effects in another order";
+    return "model only: " + describe(model_only) + "; core only: " + describe(core_only);
 }
 
 }  // namespace
@@ -52,8 +67,8 @@ lockstep::outcome lockstep::step(const core::event& e) {
         result.breach = std::string("core and model differ: core returned ") + core::to_string(result.error) +
                         ", model " + core::to_string(model_error);
     } else if (core_effects_ != model_effects_) {
-        result.breach = "core and model differ: core emitted " + describe(core_effects_) + "; model emitted " +
-                        describe(model_effects_);
+        result.breach = "core and model differ: " + difference(core_effects_, model_effects_) + " (core emitted " +
+                        describe(core_effects_) + "; model emitted " + describe(model_effects_) + ")";
     } else if (core_.counters() != model_.counters()) {
         result.breach = "core and model differ: counters";
     } else if (core_.next_deadline() != model_.next_deadline()) {

@@ -70,9 +70,11 @@ std::vector<core::event> repaired(const core::config& c, const std::vector<core:
     return kept;
 }
 
-// A breach message with its numbers masked: two failures are "the same" when only
-// the waiters, slots, leases or times they name differ.
-std::string signature(const std::string& message) {
+// A breach message without its context (the full effect lists of a disagreement) and
+// with its numbers masked: two failures are "the same" when only the waiters, slots,
+// leases or times they name differ.
+std::string signature(const std::string& full_message) {
+    const std::string message = full_message.substr(0, full_message.find(" (core emitted"));
     std::string out;
     for (std::size_t i = 0; i < message.size(); ++i) {
         if (std::isdigit(static_cast<unsigned char>(message[i]))) {
