@@ -8,6 +8,7 @@
 #include <fstream>
 #include <iostream>
 
+#include "fairpool/model/planted_faults.hpp"
 #include "fairpool/trace/read.hpp"
 #include "replay.hpp"
 
@@ -43,7 +44,7 @@ int main(int argc, char** argv) {
             if (i + 1 == argc) return bad_usage(arg + " needs a value");
             const std::string value = argv[++i];
             if (arg == "--minimize") minimize_to = value;
-            else if (!(o.fault = fairpool::replay::fault_named(value))) return bad_usage("unknown fault " + value);
+            else if (!(o.fault = fairpool::model::planted_fault(value))) return bad_usage("unknown fault " + value);
         } else if (arg.size() > 1 && arg[0] == '-') return bad_usage("unknown option " + arg);
         else if (!path.empty()) return bad_usage("one trace at a time");
         else path = arg;

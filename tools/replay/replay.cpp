@@ -93,18 +93,6 @@ std::vector<core::event> events_of(const trace::trace& t) {
     return events;
 }
 
-void fault_reuse_dirty(const core::event&, std::vector<core::effect>& effects) {
-    std::erase_if(effects, [](const core::effect& f) {
-        return f.kind == core::effect_kind::retire && f.retired == core::retire_reason::dirty;
-    });
-}
-
-void fault_lose_cancel(const core::event&, std::vector<core::effect>& effects) {
-    std::erase_if(effects, [](const core::effect& f) {
-        return f.kind == core::effect_kind::reject && f.rejected == core::reject_reason::cancelled;
-    });
-}
-
 // Nearest-rank percentile of sorted values.
 core::nanos percentile(const std::vector<core::nanos>& sorted, double p) {
     if (sorted.empty()) return 0;
@@ -113,12 +101,6 @@ core::nanos percentile(const std::vector<core::nanos>& sorted, double p) {
 }
 
 }  // namespace
-
-model::lockstep::fault fault_named(const std::string& name) {
-    if (name == "reuse-dirty") return fault_reuse_dirty;
-    if (name == "lose-cancel") return fault_lose_cancel;
-    return nullptr;
-}
 
 int print_canonical(const trace::trace& t, const options& o, std::ostream& out) {
     model::lockstep machines(t.config, 1);

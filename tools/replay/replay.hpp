@@ -26,9 +26,4 @@ int print_stats(const trace::trace& t, const options& o, std::ostream& out);
 // written canonically to `output_path`.
 int minimize(const trace::trace& t, const options& o, const std::string& output_path, std::ostream& out);
 
-// Faults that can be planted between the core and the checks, to see the tooling
-// catch and shrink a bug: "reuse-dirty" (dirty resources are not retired),
-// "lose-cancel" (cancelled waiters get no answer). nullptr for an unknown name.
-model::lockstep::fault fault_named(const std::string& name);
-
 }  // namespace fairpool::replay

@@ -1,5 +1,7 @@
 #include "options.hpp"
 
+#include "fairpool/model/planted_faults.hpp"
+
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
@@ -121,7 +123,7 @@ std::optional<options> parse(int argc, char** argv, std::string& error) {
             ok = flag(o.quiet);
         } else if (arg == "--plant-fault") {
             ok = value(o.run.plant_fault);
-            if (ok && o.run.plant_fault != "reuse-dirty" && o.run.plant_fault != "lose-cancel")
+            if (ok && model::planted_fault(o.run.plant_fault) == nullptr)
                 error = "--plant-fault: unknown fault '" + o.run.plant_fault + "'", ok = false;
         } else if (arg == "--help" || arg == "-h") {
             ok = flag(o.help);

@@ -2,6 +2,7 @@
 
 #include <ostream>
 
+#include "fairpool/model/planted_faults.hpp"
 #include "fairpool/trace/write.hpp"
 #include "simulation_state.hpp"
 
@@ -10,26 +11,6 @@ namespace fairpool::sim {
 using detail::plus;
 
 namespace {
-
-// Bugs to plant between the core and the checks (--plant-fault), the same as
-// fairpool-replay --fault, so that a planted failure replays with that option.
-void fault_reuse_dirty(const core::event&, std::vector<core::effect>& effects) {
-    std::erase_if(effects, [](const core::effect& f) {
-        return f.kind == core::effect_kind::retire && f.retired == core::retire_reason::dirty;
-    });
-}
-
-void fault_lose_cancel(const core::event&, std::vector<core::effect>& effects) {
-    std::erase_if(effects, [](const core::effect& f) {
-        return f.kind == core::effect_kind::reject && f.rejected == core::reject_reason::cancelled;
-    });
-}
-
-model::lockstep::fault fault_named(const std::string& name) {
-    if (name == "reuse-dirty") return fault_reuse_dirty;
-    if (name == "lose-cancel") return fault_lose_cancel;
-    return nullptr;
-}
 
 }  // namespace
 
@@ -64,7 +45,7 @@ seed_result simulation::impl::run() {
     const std::uint64_t hash_seed = r.next();
     try {
         pool.emplace(sc.config, hash_seed);
-        pool->plant(fault_named(settings.plant_fault));
+        pool->plant(model::planted_fault(settings.plant_fault));
     } catch (const core::config_error& e) {
         fail(std::string("simulator bug: generated an invalid config: ") + e.what());
         return result;
