@@ -1,0 +1,118 @@
+#pragma once
+// One pending acquire: the caller's completion handler, allocated with the handler's
+// associated allocator (Asio's recycling allocator when it has none, so a steady
+// stream of acquires reuses memory instead of allocating), plus a work guard on the
+// handler's executor. The actor completes it by posting its delivery to that executor:
+// the handler never runs inside the actor, and its cancellation slot is cleared on the
+// handler's own executor, where Asio requires cancellation to be emitted.
+#include <boost/asio/associated_allocator.hpp>
+#include <boost/asio/associated_cancellation_slot.hpp>
+#include <boost/asio/associated_executor.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/recycling_allocator.hpp>
+#include <boost/system/error_code.hpp>
+#include <cstdint>
+#include <memory>
+#include <utility>
+
+namespace fairpool::detail {
+
+class acquire_operation {
+public:
+    // On the actor: hands the outcome over to the handler's executor. For a grant,
+    // `slot` and `lease` name it; otherwise `ec` says why not.
+    void complete(const boost::system::error_code& ec, std::uint32_t slot, std::uint64_t lease) {
+        complete_(this, ec, slot, lease);
+    }
+
+protected:
+    using complete_fn = void (*)(acquire_operation*, const boost::system::error_code&, std::uint32_t, std::uint64_t);
+    explicit acquire_operation(complete_fn f) noexcept : complete_(f) {}
+    ~acquire_operation() = default;
+
+private:
+    complete_fn complete_;
+};
+
+template <class Handler, class DefaultExecutor>
+using handler_executor_t = boost::asio::associated_executor_t<Handler, DefaultExecutor>;
+
+template <class Handler>
+using handler_allocator_t = boost::asio::associated_allocator_t<Handler, boost::asio::recycling_allocator<void>>;
+
+// State: the pool's actor type; it provides get_executor(), lease_type, handle_block,
+// make_lease(slot, lease) and operation_delivered(block). Handler: void(error_code, lease_type).
+template <class State, class Handler>
+class typed_acquire_operation final : public acquire_operation {
+public:
+    using executor_type = handler_executor_t<Handler, typename State::executor_type>;
+    using allocator_type = handler_allocator_t<Handler>;
+
+    static typed_acquire_operation* create(Handler&& handler, std::shared_ptr<State> state,
+                                           std::shared_ptr<typename State::handle_block> block) {
+        auto alloc = rebound(boost::asio::get_associated_allocator(handler, boost::asio::recycling_allocator<void>()));
+        typed_acquire_operation* op = std::allocator_traits<decltype(alloc)>::allocate(alloc, 1);
+        ::new (static_cast<void*>(op)) typed_acquire_operation(std::move(handler), std::move(state), std::move(block));
+        return op;
+    }
+
+private:
+    using rebound_allocator =
+        typename std::allocator_traits<allocator_type>::template rebind_alloc<typed_acquire_operation>;
+
+    static rebound_allocator rebound(const allocator_type& a) { return rebound_allocator(a); }
+
+    typed_acquire_operation(Handler&& handler, std::shared_ptr<State> state,
+                            std::shared_ptr<typename State::handle_block> block)
+        : acquire_operation(&typed_acquire_operation::do_complete),
+          work_(boost::asio::get_associated_executor(handler, state->get_executor())),
+          handler_(std::move(handler)),
+          state_(std::move(state)),
+          block_(std::move(block)) {}
+
+    // The outcome, run on the handler's executor.
+    struct delivery {
+        typed_acquire_operation* op;
+        boost::system::error_code ec;
+        std::uint32_t slot;
+        std::uint64_t lease;
+
+        using allocator_type = typename typed_acquire_operation::allocator_type;
+        allocator_type get_allocator() const noexcept {
+            return boost::asio::get_associated_allocator(op->handler_, boost::asio::recycling_allocator<void>());
+        }
+
+        void operator()() {
+            boost::asio::get_associated_cancellation_slot(op->handler_).clear();
+            // Free the operation before the upcall, as Asio does, so the handler may
+            // start the next acquire into the same memory.
+            auto alloc = rebound(get_allocator());
+            Handler handler(std::move(op->handler_));
+            std::shared_ptr<State> state(std::move(op->state_));
+            std::shared_ptr<typename State::handle_block> block(std::move(op->block_));
+            auto result = ec ? typename State::lease_type() : state->make_lease(slot, lease);
+            {
+                auto work = std::move(op->work_);
+                op->~typed_acquire_operation();
+                std::allocator_traits<rebound_allocator>::deallocate(alloc, op, 1);
+            }
+            state->operation_delivered(block.get());
+            std::move(handler)(ec, std::move(result));
+        }
+    };
+
+    static void do_complete(acquire_operation* base, const boost::system::error_code& ec, std::uint32_t slot,
+                            std::uint64_t lease) {
+        auto* op = static_cast<typed_acquire_operation*>(base);
+        const auto executor = op->work_.get_executor();
+        boost::asio::post(executor, delivery{op, ec, slot, lease});
+    }
+
+    boost::asio::executor_work_guard<executor_type> work_;
+    Handler handler_;
+    std::shared_ptr<State> state_;
+    std::shared_ptr<typename State::handle_block> block_;  // null for pool.async_acquire
+};
+
+}  // namespace fairpool::detail

@@ -1,0 +1,33 @@
+#pragma once
+// The commands that reach the actor through its lock-free queues. All trivially
+// copyable (Boost.Lockfree 1.81 requires it).
+#include <cstdint>
+#include <type_traits>
+
+#include "fairpool/core/event.hpp"
+
+namespace fairpool::detail {
+
+class acquire_operation;
+
+struct acquire_command {
+    acquire_operation* operation;
+    std::uint64_t waiter;
+    std::uint64_t handle;
+    core::nanos deadline;  // core::never: none given
+    std::uint32_t weight;  // 0: none given
+};
+
+// Releases, and the results of spawns and retirements: at most one is pending per
+// slot at any time, so a queue of max_slots never fills.
+struct slot_command {
+    core::event_kind kind;  // release, spawned, spawn_failed, retired
+    std::uint32_t slot;
+    std::uint64_t lease;
+    core::release_outcome outcome;
+};
+
+static_assert(std::is_trivially_copyable_v<acquire_command>);
+static_assert(std::is_trivially_copyable_v<slot_command>);
+
+}  // namespace fairpool::detail

@@ -1,0 +1,66 @@
+#pragma once
+// A lease: one grant of one resource, RAII. Destroying it (or release()) gives the
+// resource back, from any thread, without blocking: clean, unless mark_dirty() said an
+// operation on it was cancelled or failed mid-way, in which case the pool destroys the
+// resource and never hands it out again. Movable, not copyable; may outlive the pool.
+#include <cstdint>
+#include <memory>
+#include <utility>
+
+#include "fairpool/core/event.hpp"
+
+namespace fairpool {
+
+namespace detail {
+template <class Resource>
+class pool_state;
+}
+
+template <class Resource>
+class lease {
+public:
+    lease() noexcept = default;
+    lease(lease&& other) noexcept
+        : state_(std::move(other.state_)), slot_(other.slot_), id_(other.id_), dirty_(other.dirty_) {}
+    lease& operator=(lease&& other) noexcept {
+        if (this != &other) {
+            release();
+            state_ = std::move(other.state_);
+            slot_ = other.slot_, id_ = other.id_, dirty_ = other.dirty_;
+        }
+        return *this;
+    }
+    lease(const lease&) = delete;
+    lease& operator=(const lease&) = delete;
+    ~lease() { release(); }
+
+    [[nodiscard]] explicit operator bool() const noexcept { return state_ != nullptr; }
+    [[nodiscard]] Resource& operator*() const noexcept { return state_->resource(slot_); }
+    [[nodiscard]] Resource* operator->() const noexcept { return &state_->resource(slot_); }
+
+    // The resource must not be reused: it is retired when the lease is released.
+    void mark_dirty() noexcept { dirty_ = true; }
+    [[nodiscard]] bool dirty() const noexcept { return dirty_; }
+
+    // Gives the resource back now; the lease becomes empty. Idempotent.
+    void release() noexcept {
+        if (!state_) return;
+        state_->release(slot_, id_, dirty_ ? core::release_outcome::dirty : core::release_outcome::clean);
+        state_.reset();
+    }
+
+    [[nodiscard]] std::uint32_t slot() const noexcept { return slot_; }
+    [[nodiscard]] std::uint64_t id() const noexcept { return id_; }
+
+private:
+    friend class detail::pool_state<Resource>;
+    lease(std::shared_ptr<detail::pool_state<Resource>> state, std::uint32_t slot, std::uint64_t id) noexcept
+        : state_(std::move(state)), slot_(slot), id_(id) {}
+
+    std::shared_ptr<detail::pool_state<Resource>> state_;
+    std::uint32_t slot_ = 0;
+    std::uint64_t id_ = 0;
+    bool dirty_ = false;
+};
+
+}  // namespace fairpool

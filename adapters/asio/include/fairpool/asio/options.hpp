@@ -1,0 +1,40 @@
+#pragma once
+// Settings of a fairpool::pool: the scheduler's config plus what the adapter adds.
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <ostream>
+#include <string>
+
+#include "fairpool/core/config.hpp"
+
+namespace fairpool {
+
+struct pool_options {
+    core::config scheduler;  // docs/CONTRACT.md section 2
+
+    // Acquires that may be in flight beyond the queued waiters (in the mailbox, or
+    // completed but not yet delivered to their handlers). Past max_waiters +
+    // mailbox_capacity outstanding acquires, a new one completes at once with
+    // error::busy. max_waiters + mailbox_capacity must be at most 32767 (the
+    // lock-free queues address their fixed storage with 16-bit indices).
+    std::uint32_t mailbox_capacity = 1024;
+
+    // A retired resource is first closed gracefully (the factory's close); after this
+    // long it is dropped anyway, as a worker pool kills a process that does not exit.
+    std::chrono::nanoseconds retire_grace = std::chrono::seconds(1);
+
+    // Opt-in recording: every event the actor feeds the scheduler, with its effects, in
+    // trace format v1 (docs/CONTRACT.md section 7). Written on the actor; the stream
+    // must outlive the pool. Replays with `fairpool-replay --check`.
+    std::ostream* recorder = nullptr;
+
+    // Called on the actor when a lease has been held for leak_threshold.
+    std::function<void(std::uint32_t slot, std::uint64_t lease)> on_leak_suspected;
+};
+
+// Empty if valid, else "FIELD: why".
+[[nodiscard]] std::optional<std::string> validate(const pool_options& o);
+
+}  // namespace fairpool

@@ -1,0 +1,196 @@
+#pragma once
+// fairpool::pool<Resource>: a fair, bounded pool of resources for Boost.Asio.
+//
+//   boost::asio::io_context io;
+//   fairpool::pool<connection> pool(io.get_executor(), options,
+//       []() -> boost::asio::awaitable<connection> { co_return co_await connect(); },
+//       [](connection& c) -> boost::asio::awaitable<void> { co_await c.async_quit(); });
+//   auto tenant = pool.make_handle();                       // the unit of fairness
+//   auto lease = co_await tenant.async_acquire(boost::asio::use_awaitable);
+//   lease->query(...);                                      // released when it goes
+//
+// Every initiating function takes any completion token; completions are
+// void(error_code, lease<Resource>) for acquires and void(error_code, close_report) for
+// closes. The pool stays open while a pool or handle object exists; dropping the last
+// one shuts it down (leases may outlive it).
+#include <boost/asio/async_result.hpp>
+#include <chrono>
+#include <memory>
+
+#include "fairpool/asio/close_report.hpp"
+#include "fairpool/asio/detail/pool_state.hpp"
+#include "fairpool/asio/error.hpp"
+#include "fairpool/asio/lease.hpp"
+#include "fairpool/asio/options.hpp"
+
+namespace fairpool {
+
+template <class Resource>
+class handle;
+
+namespace detail {
+
+// Shuts the pool down when the last pool or handle object goes.
+template <class Resource>
+struct pool_owner {
+    explicit pool_owner(std::shared_ptr<pool_state<Resource>> s) noexcept : state(std::move(s)) {}
+    pool_owner(const pool_owner&) = delete;
+    pool_owner& operator=(const pool_owner&) = delete;
+    ~pool_owner() { state->request_shutdown(); }
+    std::shared_ptr<pool_state<Resource>> state;
+};
+
+template <class Resource>
+struct acquire_initiation {
+    template <class Handler>
+    void operator()(Handler&& handler, pool_state<Resource>* state, std::uint64_t handle,
+                    std::shared_ptr<typename pool_state<Resource>::handle_block> block, core::nanos deadline,
+                    std::uint32_t weight) const {
+        state->start_acquire(std::decay_t<Handler>(std::forward<Handler>(handler)), handle, std::move(block),
+                             deadline, weight);
+    }
+};
+
+}  // namespace detail
+
+
+template <class Resource>
+class pool {
+public:
+    using executor_type = boost::asio::any_io_executor;
+    using resource_type = Resource;
+    using lease_type = lease<Resource>;
+    using handle_type = handle<Resource>;
+    using create_function = typename detail::pool_state<Resource>::create_function;
+    using close_function = typename detail::pool_state<Resource>::close_function;
+    using acquire_signature = void(boost::system::error_code, lease<Resource>);
+    using close_signature = void(boost::system::error_code, close_report);
+
+    // Throws core::config_error if the options are invalid. `create` makes a resource
+    // (throw to fail: the scheduler backs off); `close`, if given, closes one gracefully
+    // before it is dropped (bounded by options.retire_grace).
+    pool(executor_type ex, const pool_options& options, create_function create, close_function close = {})
+        : owner_(std::make_shared<detail::pool_owner<Resource>>(std::make_shared<detail::pool_state<Resource>>(
+              std::move(ex), options, std::move(create), std::move(close)))) {
+        owner_->state->start();
+    }
+
+    // A new handle: the unit of fairness (a tenant, a client connection, a stream).
+    // `weight` (1..65535) is its turn size in round robin.
+    [[nodiscard]] handle_type make_handle(std::uint32_t weight = 1) const { return handle_type(owner_, weight); }
+
+    // Acquire with a fresh handle of its own.
+    template <class Token>
+    auto async_acquire(Token&& token) {
+        return initiate(core::never, std::forward<Token>(token));
+    }
+    // Acquire, giving up with error::timeout after `timeout` (0: only if one is idle now).
+    template <class Token>
+    auto async_acquire(std::chrono::nanoseconds timeout, Token&& token) {
+        return initiate(state()->deadline_after(timeout), std::forward<Token>(token));
+    }
+
+    // Shut down and complete when the pool has closed: every lease back, every resource
+    // destroyed. With a deadline, may complete with error::timed_out and a report of
+    // what is still out; it can be called again.
+    template <class Token>
+    auto async_close(Token&& token) {
+        return close(std::nullopt, std::forward<Token>(token));
+    }
+    template <class Token>
+    auto async_close(std::chrono::steady_clock::time_point deadline, Token&& token) {
+        return close(deadline, std::forward<Token>(token));
+    }
+
+    // A snapshot of the scheduler's counters (docs/CONTRACT.md section 9), from any thread.
+    [[nodiscard]] core::stats stats() const noexcept { return state()->stats(); }
+    [[nodiscard]] executor_type get_executor() const noexcept { return state()->get_executor(); }
+
+    // Diagnostics. Drains posted to the pool's strand so far (wake-ups are coalesced,
+    // so this grows by at most one per command); and an observer of the pool's shared
+    // state, which expires once the pool, its handles and leases are all gone.
+    [[nodiscard]] std::uint64_t drains_posted() const noexcept { return state()->drains_posted(); }
+    [[nodiscard]] std::weak_ptr<const void> lifetime() const noexcept { return owner_->state; }
+
+private:
+    friend class handle<Resource>;
+
+    detail::pool_state<Resource>* state() const noexcept { return owner_->state.get(); }
+
+    template <class Token>
+    auto initiate(core::nanos deadline, Token&& token) {
+        return boost::asio::async_initiate<Token, acquire_signature>(detail::acquire_initiation<Resource>{}, token,
+                                                                     state(), state()->new_handle_id(), nullptr,
+                                                                     deadline, std::uint32_t{0});
+    }
+
+    template <class Token>
+    auto close(std::optional<std::chrono::steady_clock::time_point> deadline, Token&& token) {
+        return boost::asio::async_initiate<Token, close_signature>(
+            [](auto handler, detail::pool_state<Resource>* s, auto d) { s->start_close(std::move(handler), d); },
+            token, state(), deadline);
+    }
+
+    std::shared_ptr<detail::pool_owner<Resource>> owner_;
+};
+
+// A handle: the unit of fairness. Its waiters are served FIFO, and in round robin with
+// the other handles' (its weight is its turn). Destroying it rejects its queued waiters
+// with error::deregistered. Movable; holding one keeps the pool open.
+template <class Resource>
+class handle {
+public:
+    using lease_type = lease<Resource>;
+    using acquire_signature = typename pool<Resource>::acquire_signature;
+
+    handle(handle&&) noexcept = default;
+    handle& operator=(handle&& other) noexcept {
+        if (this != &other) {
+            deregister();
+            owner_ = std::move(other.owner_), block_ = std::move(other.block_), id_ = other.id_,
+            weight_ = other.weight_;
+        }
+        return *this;
+    }
+    handle(const handle&) = delete;
+    handle& operator=(const handle&) = delete;
+    ~handle() { deregister(); }
+
+    template <class Token>
+    auto async_acquire(Token&& token) {
+        return initiate(core::never, std::forward<Token>(token));
+    }
+    template <class Token>
+    auto async_acquire(std::chrono::nanoseconds timeout, Token&& token) {
+        return initiate(owner_->state->deadline_after(timeout), std::forward<Token>(token));
+    }
+
+    [[nodiscard]] std::uint64_t id() const noexcept { return id_; }
+
+private:
+    friend class pool<Resource>;
+    using block_type = typename detail::pool_state<Resource>::handle_block;
+
+    handle(std::shared_ptr<detail::pool_owner<Resource>> owner, std::uint32_t weight)
+        : owner_(std::move(owner)), block_(std::make_shared<block_type>()), id_(owner_->state->new_handle_id()),
+          weight_(weight) {}
+
+    template <class Token>
+    auto initiate(core::nanos deadline, Token&& token) {
+        return boost::asio::async_initiate<Token, acquire_signature>(detail::acquire_initiation<Resource>{}, token,
+                                                                     owner_->state.get(), id_, block_, deadline,
+                                                                     weight_);
+    }
+
+    // Only a handle with an acquire still out has anything to deregister.
+    void deregister() noexcept {
+        if (owner_ && block_->outstanding.load(std::memory_order_acquire) > 0) owner_->state->deregister(id_);
+    }
+
+    std::shared_ptr<detail::pool_owner<Resource>> owner_;
+    std::shared_ptr<block_type> block_;
+    std::uint64_t id_ = 0;
+    std::uint32_t weight_ = 1;
+};
+
+}  // namespace fairpool

@@ -1,0 +1,56 @@
+#include "fairpool/asio/error.hpp"
+
+#include <boost/system/errc.hpp>
+
+#include "fairpool/asio/options.hpp"
+
+namespace fairpool {
+
+namespace {
+
+class fairpool_category final : public boost::system::error_category {
+public:
+    const char* name() const noexcept override { return "fairpool"; }
+
+    std::string message(int code) const override {
+        switch (static_cast<error>(code)) {
+            case error::saturated: return "too many waiters: the pool's queue is full";
+            case error::timeout: return "no resource became available before the deadline";
+            case error::cancelled: return "the acquire was cancelled";
+            case error::deregistered: return "the handle was destroyed while the acquire waited";
+            case error::closed: return "the pool is closed";
+            case error::busy: return "the pool's mailbox is full";
+            case error::timed_out: return "the pool did not close before the deadline";
+        }
+        return "unknown fairpool error";
+    }
+
+    boost::system::error_condition default_error_condition(int code) const noexcept override {
+        switch (static_cast<error>(code)) {
+            case error::cancelled: return boost::system::errc::operation_canceled;
+            case error::timeout:
+            case error::timed_out: return boost::system::errc::timed_out;
+            case error::busy: return boost::system::errc::resource_unavailable_try_again;
+            default: return {code, *this};
+        }
+    }
+};
+
+}  // namespace
+
+const boost::system::error_category& category() noexcept {
+    static const fairpool_category instance;
+    return instance;
+}
+
+std::optional<std::string> validate(const pool_options& o) {
+    if (auto why = core::validate(o.scheduler)) return "scheduler." + *why;
+    if (o.mailbox_capacity < 1) return std::string("mailbox_capacity: must be at least 1");
+    if (o.scheduler.max_waiters + o.mailbox_capacity > 32767)
+        return "mailbox_capacity: max_waiters + mailbox_capacity is " +
+               std::to_string(o.scheduler.max_waiters + o.mailbox_capacity) + ", above 32767";
+    if (o.retire_grace.count() < 0) return std::string("retire_grace: must not be negative");
+    return std::nullopt;
+}
+
+}  // namespace fairpool
