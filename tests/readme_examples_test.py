@@ -1,0 +1,21 @@
+#!/usr/bin/env python3
+"""The README's code blocks marked `<!-- example: PATH -->` must be exactly the files
+they name, which the build compiles and runs: the README never shows code that does not
+build. Usage: readme_examples_test.py SOURCE_ROOT"""
+import os
+import re
+import sys
+
+root = sys.argv[1]
+readme = open(os.path.join(root, "README.md")).read()
+blocks = re.findall(r"<!-- example: (\S+) -->\n```cpp\n(.*?)```", readme, re.S)
+if not blocks:
+    sys.exit("no marked examples in README.md")
+failed = False
+for path, code in blocks:
+    if open(os.path.join(root, path)).read() != code:
+        print(f"[  FAILED  ] readme.{path} (0 ms): README.md differs from {path}")
+        failed = True
+    else:
+        print(f"[       OK ] readme.{path} (0 ms)")
+sys.exit(1 if failed else 0)
