@@ -14,6 +14,8 @@
 #include <boost/system/error_code.hpp>
 #include <cstdint>
 #include <memory>
+#include <new>
+#include <type_traits>
 #include <utility>
 
 namespace fairpool::detail {
@@ -35,6 +37,32 @@ private:
     complete_fn complete_;
 };
 
+// One cached block per operation type and thread, for handlers without an allocator of
+// their own: an acquire started from a completion handler reuses the memory of the one
+// that just completed there. (Asio's recycling allocator would do, but its two-block
+// cache is shared with every other handler on the thread and misses once per cycle.)
+template <std::size_t Size, std::size_t Align>
+class thread_block_cache {
+public:
+    static void* take() noexcept { return std::exchange(holder().block, nullptr); }
+    // False if the cache is full: the caller frees the block.
+    static bool give(void* block) noexcept {
+        if (holder().block != nullptr) return false;
+        holder().block = block;
+        return true;
+    }
+
+private:
+    struct slot {
+        void* block = nullptr;
+        ~slot() { ::operator delete(block, std::align_val_t(Align)); }
+    };
+    static slot& holder() noexcept {
+        thread_local slot s;
+        return s;
+    }
+};
+
 template <class Handler, class DefaultExecutor>
 using handler_executor_t = boost::asio::associated_executor_t<Handler, DefaultExecutor>;
 
@@ -51,10 +79,8 @@ public:
 
     static typed_acquire_operation* create(Handler&& handler, std::shared_ptr<State> state,
                                            std::shared_ptr<typename State::handle_block> block) {
-        auto alloc = rebound(boost::asio::get_associated_allocator(handler, boost::asio::recycling_allocator<void>()));
-        typed_acquire_operation* op = std::allocator_traits<decltype(alloc)>::allocate(alloc, 1);
-        ::new (static_cast<void*>(op)) typed_acquire_operation(std::move(handler), std::move(state), std::move(block));
-        return op;
+        void* memory = allocate(boost::asio::get_associated_allocator(handler, boost::asio::recycling_allocator<void>()));
+        return ::new (memory) typed_acquire_operation(std::move(handler), std::move(state), std::move(block));
     }
 
 private:
@@ -62,6 +88,30 @@ private:
         typename std::allocator_traits<allocator_type>::template rebind_alloc<typed_acquire_operation>;
 
     static rebound_allocator rebound(const allocator_type& a) { return rebound_allocator(a); }
+
+    static constexpr bool default_allocator =
+        std::is_same_v<allocator_type, boost::asio::recycling_allocator<void>>;
+
+    static void* allocate(const allocator_type& a) {
+        if constexpr (default_allocator) {
+            using cache = thread_block_cache<sizeof(typed_acquire_operation), alignof(typed_acquire_operation)>;
+            if (void* block = cache::take()) return block;
+            return ::operator new(sizeof(typed_acquire_operation), std::align_val_t(alignof(typed_acquire_operation)));
+        } else {
+            auto alloc = rebound(a);
+            return std::allocator_traits<rebound_allocator>::allocate(alloc, 1);
+        }
+    }
+
+    static void deallocate(const allocator_type& a, typed_acquire_operation* op) {
+        if constexpr (default_allocator) {
+            using cache = thread_block_cache<sizeof(typed_acquire_operation), alignof(typed_acquire_operation)>;
+            if (!cache::give(op)) ::operator delete(op, std::align_val_t(alignof(typed_acquire_operation)));
+        } else {
+            auto alloc = rebound(a);
+            std::allocator_traits<rebound_allocator>::deallocate(alloc, op, 1);
+        }
+    }
 
     typed_acquire_operation(Handler&& handler, std::shared_ptr<State> state,
                             std::shared_ptr<typename State::handle_block> block)
@@ -87,7 +137,7 @@ private:
             boost::asio::get_associated_cancellation_slot(op->handler_).clear();
             // Free the operation before the upcall, as Asio does, so the handler may
             // start the next acquire into the same memory.
-            auto alloc = rebound(get_allocator());
+            const allocator_type alloc = get_allocator();
             Handler handler(std::move(op->handler_));
             std::shared_ptr<State> state(std::move(op->state_));
             std::shared_ptr<typename State::handle_block> block(std::move(op->block_));
@@ -95,7 +145,7 @@ private:
             {
                 auto work = std::move(op->work_);
                 op->~typed_acquire_operation();
-                std::allocator_traits<rebound_allocator>::deallocate(alloc, op, 1);
+                deallocate(alloc, op);
             }
             state->operation_delivered(block.get());
             std::move(handler)(ec, std::move(result));

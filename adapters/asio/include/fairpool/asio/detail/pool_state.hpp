@@ -72,7 +72,6 @@ public:
         : options_(checked(o)),
           executor_(std::move(ex)),
           strand_(boost::asio::make_strand(executor_)),
-          timer_(strand_),
           epoch_(std::chrono::steady_clock::now()),
           core_(options_.scheduler),
           limit_(static_cast<std::uint32_t>(options_.scheduler.max_waiters) + options_.mailbox_capacity),
@@ -300,12 +299,14 @@ private:
         if (deadline == armed_) return;
         armed_ = deadline;
         if (!deadline) {
-            timer_.cancel();
+            if (timer_) timer_->cancel();
             return;
         }
-        timer_.expires_at(epoch_ + std::chrono::nanoseconds(static_cast<std::int64_t>(
+        // Made on first use: a pool whose waiters never have a deadline has no timer.
+        if (!timer_) timer_.emplace(strand_);
+        timer_->expires_at(epoch_ + std::chrono::nanoseconds(static_cast<std::int64_t>(
                                        std::min<core::nanos>(*deadline, std::numeric_limits<std::int64_t>::max()))));
-        timer_.async_wait([weak = this->weak_from_this(), deadline](const boost::system::error_code& ec) {
+        timer_->async_wait([weak = this->weak_from_this(), deadline](const boost::system::error_code& ec) {
             auto self = weak.lock();
             if (!self || ec || self->armed_ != deadline) return;
             self->armed_.reset();
@@ -378,7 +379,7 @@ private:
     }
 
     void complete_close_waiters() {
-        timer_.cancel();
+        if (timer_) timer_->cancel();
         while (!close_waiters_.empty()) {
             close_handler h = std::move(close_waiters_.front().handler);
             close_waiters_.pop_front();
@@ -403,7 +404,7 @@ private:
     const pool_options options_;
     executor_type executor_;
     boost::asio::strand<executor_type> strand_;
-    boost::asio::steady_timer timer_;
+    std::optional<boost::asio::steady_timer> timer_;  // armed at next_deadline()
     const std::chrono::steady_clock::time_point epoch_;
 
     // Owned by the actor (touched only on the strand).

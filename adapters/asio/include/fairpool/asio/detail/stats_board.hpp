@@ -13,12 +13,15 @@ namespace fairpool::detail {
 class stats_board {
 public:
     void publish(const core::stats& s) noexcept {
-        std::array<std::uint64_t, words> raw;
-        std::memcpy(raw.data(), &s, sizeof s);
+        const auto* raw = reinterpret_cast<const unsigned char*>(&s);
         const std::uint64_t seq = sequence_.load(std::memory_order_relaxed);
         sequence_.store(seq + 1, std::memory_order_relaxed);
         std::atomic_thread_fence(std::memory_order_release);
-        for (std::size_t i = 0; i < words; ++i) words_[i].store(raw[i], std::memory_order_relaxed);
+        for (std::size_t i = 0; i < words; ++i) {
+            std::uint64_t word;
+            std::memcpy(&word, raw + i * 8, 8);
+            words_[i].store(word, std::memory_order_relaxed);
+        }
         sequence_.store(seq + 2, std::memory_order_release);
     }
 

@@ -1,0 +1,650 @@
+// The Boost.Asio adapter under load from many threads at once.
+//
+// Four threads run the io_context; producer threads outside it issue acquires (plain
+// callbacks through the pool, and through weighted handles that are replaced from time
+// to time, which deregisters their queued waiters), some with short timeouts, some
+// cancelled per operation (the cancellation_signal is emitted on the strand the handler
+// is bound to, as Asio requires), some released dirty, released from arbitrary threads
+// (the handler's, the producer's, a dedicated releaser thread, a later io_context task).
+//
+// Checked: every acquire completes exactly once; a (slot, lease) is never delivered
+// twice and a slot never has two holders at once; a dirty resource is never handed out
+// again; the counters the handlers saw agree with the scheduler's; after async_close
+// every slot is back and every resource created was destroyed; nothing keeps the pool's
+// state alive. The test's own bookkeeping uses relaxed atomics only, so that it adds no
+// happens-before edge that could hide a missing one in the adapter from ThreadSanitizer
+// (the resources carry a plain counter that each holder bumps).
+//
+// The recording test runs a smaller stress with pool_options::recorder set, then replays
+// the recording with `fairpool-replay --check` (FAIRPOOL_REPLAY names it) and, in
+// process, with model::lockstep: same effects, no breach.
+//
+// FAIRPOOL_STRESS_CYCLES and FAIRPOOL_RECORDING_CYCLES scale the two runs (sanitizer
+// builds set them lower in meson.build).
+#include <gtest/gtest.h>
+
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/bind_executor.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <deque>
+#include <fstream>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <sstream>
+#include <string>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+#include "fairpool/asio/pool.hpp"
+#include "fairpool/model/lockstep.hpp"
+#include "fairpool/trace/read.hpp"
+
+namespace fairpool::testing {
+namespace {
+
+using boost::system::error_code;
+using clock_type = std::chrono::steady_clock;
+constexpr auto relaxed = std::memory_order_relaxed;
+
+std::uint64_t env_or(const char* name, std::uint64_t fallback) {
+    const char* v = std::getenv(name);
+    if (!v || !*v) return fallback;
+    return std::strtoull(v, nullptr, 10);
+}
+
+// --- The resource ------------------------------------------------------------------
+
+struct resource_counters {
+    std::atomic<std::uint64_t> next_id{1};
+    std::atomic<std::uint64_t> created{0};
+    std::atomic<std::uint64_t> destroyed{0};
+    std::atomic<std::uint64_t> closed{0};
+};
+
+class stress_resource {
+public:
+    explicit stress_resource(resource_counters* c) : id_(c->next_id.fetch_add(1, relaxed)), counters_(c) {
+        counters_->created.fetch_add(1, relaxed);
+    }
+    stress_resource(stress_resource&& o) noexcept
+        : id_(o.id_), counters_(std::exchange(o.counters_, nullptr)), uses_(o.uses_) {}
+    stress_resource& operator=(stress_resource&&) = delete;
+    ~stress_resource() {
+        if (counters_) counters_->destroyed.fetch_add(1, relaxed);
+    }
+    [[nodiscard]] std::uint64_t id() const noexcept { return id_; }
+    // Plain memory, read and written by whoever holds the lease: the adapter must order
+    // one holder's accesses before the next holder's.
+    void use() noexcept { ++uses_; }
+    [[nodiscard]] std::uint64_t uses() const noexcept { return uses_; }
+
+private:
+    std::uint64_t id_;
+    resource_counters* counters_;
+    std::uint64_t uses_ = 0;
+};
+
+using stress_pool = pool<stress_resource>;
+using stress_lease = lease<stress_resource>;
+using stress_handle = handle<stress_resource>;
+
+// --- The harness ---------------------------------------------------------------------
+
+struct stress_config {
+    std::uint64_t cycles = 200'000;  // acquires issued in total
+    unsigned io_threads = 4;
+    unsigned producers = 3;
+    std::uint32_t window = 48;  // acquires outstanding per producer
+    std::uint32_t max_slots = 6;
+    std::ostream* recorder = nullptr;
+    std::uint64_t seed = 1;
+};
+
+enum outcome_kind { ok, timeout, aborted, deregistered, saturated, busy, closed, other, outcome_kinds };
+
+outcome_kind classify(const error_code& ec) {
+    if (!ec) return ok;
+    if (ec == boost::asio::error::operation_aborted) return aborted;
+    if (ec == make_error_code(error::timeout)) return timeout;
+    if (ec == make_error_code(error::deregistered)) return deregistered;
+    if (ec == make_error_code(error::saturated)) return saturated;
+    if (ec == make_error_code(error::busy)) return busy;
+    if (ec == make_error_code(error::closed)) return closed;
+    return other;
+}
+
+const char* const outcome_names[] = {"ok", "timeout", "aborted", "deregistered", "saturated", "busy", "closed", "other"};
+
+struct stress_report {
+    std::uint64_t issued = 0;
+    std::array<std::uint64_t, outcome_kinds> outcomes{};
+    std::uint64_t cancels_requested = 0;
+    std::uint64_t dirty_releases = 0;
+    std::uint64_t handles_replaced = 0;
+    std::array<std::uint64_t, 4> release_routes{};  // handler, producer, releaser thread, posted
+    core::stats stats;
+    close_report closing;
+    bool close_completed = false;
+    error_code close_ec;
+    std::uint64_t created = 0, destroyed = 0, closed_resources = 0;
+    bool state_expired = false;
+    std::chrono::milliseconds elapsed{};
+
+    std::string describe() const {
+        std::ostringstream o;
+        o << issued << " acquires in " << elapsed.count() << " ms:";
+        for (int k = 0; k < outcome_kinds; ++k) o << " " << outcome_names[k] << "=" << outcomes[k];
+        o << "\ncancels requested=" << cancels_requested << " dirty releases=" << dirty_releases
+          << " handles replaced=" << handles_replaced << " releases by handler/producer/releaser/posted="
+          << release_routes[0] << "/" << release_routes[1] << "/" << release_routes[2] << "/" << release_routes[3]
+          << "\nresources created=" << created << " destroyed=" << destroyed << " closed=" << closed_resources
+          << " grants immediate=" << stats.grants_immediate << " after wait=" << stats.grants_after_wait;
+        return o.str();
+    }
+};
+
+class stress_harness {
+public:
+    explicit stress_harness(const stress_config& c)
+        : config_(c),
+          completions_(c.cycles),
+          lease_deliveries_(c.cycles + 1),
+          dirty_(2 * c.cycles + 4096),
+          holders_(c.max_slots) {
+        for (unsigned i = 0; i < 8; ++i) strands_.push_back(boost::asio::make_strand(io_));
+    }
+
+    stress_report run() {
+        stress_report report;
+        const auto started = clock_type::now();
+        auto work = boost::asio::make_work_guard(io_);
+        std::vector<std::thread> runners;
+        for (unsigned i = 0; i < config_.io_threads; ++i) runners.emplace_back([this] { io_.run(); });
+
+        std::weak_ptr<const void> lifetime;
+        {
+            pool_options o;
+            o.scheduler.max_slots = config_.max_slots;
+            o.scheduler.min_slots = 2;
+            o.scheduler.max_waiters = 100;
+            o.scheduler.max_waiters_per_handle = 40;
+            o.scheduler.max_uses = 40;  // retirements and respawns under load too
+            o.scheduler.spawn_backoff_initial = 100'000;
+            o.scheduler.spawn_backoff_max = 1'000'000;
+            o.mailbox_capacity = 64;
+            o.retire_grace = std::chrono::milliseconds(100);
+            o.recorder = config_.recorder;
+            auto* counters = &counters_;
+            stress_pool pool(
+                io_.get_executor(), o,
+                [counters]() -> boost::asio::awaitable<stress_resource> { co_return stress_resource(counters); },
+                [counters](stress_resource&) -> boost::asio::awaitable<void> {
+                    counters->closed.fetch_add(1, relaxed);
+                    co_return;
+                });
+            lifetime = pool.lifetime();
+            pool_ = &pool;
+
+            releaser_ = std::thread([this] { run_releaser(); });
+            producers_.resize(config_.producers);
+            for (auto& p : producers_) p = std::make_unique<producer>();
+            std::vector<std::thread> producer_threads;
+            const std::uint64_t per = config_.cycles / config_.producers;
+            for (unsigned p = 0; p < config_.producers; ++p) {
+                const std::uint64_t first = p * per;
+                const std::uint64_t last = p + 1 == config_.producers ? config_.cycles : first + per;
+                producer_threads.emplace_back([this, p, first, last] { run_producer(p, first, last); });
+            }
+            for (auto& t : producer_threads) t.join();
+
+            // Every acquire has completed (each producer waited for its own); now every
+            // lease must come back: from the releaser thread and the posted releases.
+            wait_until([this] { return leases_out_.load(relaxed) == 0; }, "every lease released");
+            {
+                std::lock_guard lock(releaser_mutex_);
+                releaser_stop_ = true;
+            }
+            releaser_cv_.notify_all();
+            releaser_.join();
+
+            std::promise<std::pair<error_code, close_report>> closing;
+            auto closed = closing.get_future();
+            pool.async_close(clock_type::now() + std::chrono::seconds(60), [&closing](error_code ec, close_report r) {
+                closing.set_value({ec, r});
+            });
+            if (closed.wait_for(std::chrono::seconds(90)) == std::future_status::ready) {
+                std::tie(report.close_ec, report.closing) = closed.get();
+                report.close_completed = true;
+            }
+            report.stats = pool.stats();
+            pool_ = nullptr;
+        }  // the pool object goes; the handles went with their producers
+        producers_.clear();
+        work.reset();
+        for (auto& t : runners) t.join();
+        report.elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(clock_type::now() - started);
+
+        report.issued = issued_.load(relaxed);
+        for (int k = 0; k < outcome_kinds; ++k) report.outcomes[k] = outcomes_[k].load(relaxed);
+        report.cancels_requested = cancels_requested_.load(relaxed);
+        report.dirty_releases = dirty_releases_.load(relaxed);
+        report.handles_replaced = handles_replaced_.load(relaxed);
+        for (int r = 0; r < 4; ++r) report.release_routes[r] = release_routes_[r].load(relaxed);
+        report.created = counters_.created.load(relaxed);
+        report.destroyed = counters_.destroyed.load(relaxed);
+        report.closed_resources = counters_.closed.load(relaxed);
+        report.state_expired = lifetime.expired();
+        return report;
+    }
+
+    // Every acquire completed exactly once (operation ids that did not).
+    std::vector<std::uint64_t> not_completed_once() const {
+        std::vector<std::uint64_t> bad;
+        for (std::uint64_t i = 0; i < completions_.size(); ++i)
+            if (completions_[i].load(relaxed) != 1) bad.push_back(i);
+        return bad;
+    }
+
+    std::uint64_t failures() const { return failures_.load(relaxed); }
+    std::string first_failure() const {
+        std::lock_guard lock(failure_mutex_);
+        return first_failure_;
+    }
+
+private:
+    // A lease on its way back, with what the test knows about it.
+    struct held {
+        stress_lease lease;
+        std::uint32_t slot = 0;
+    };
+
+    // A producer's window of outstanding acquires and its inbox of leases to release.
+    struct producer {
+        std::mutex mutex;
+        std::condition_variable cv;
+        std::uint32_t inflight = 0;
+        std::deque<held> inbox;
+    };
+
+    // One cancellable acquire: its signal and the strand its handler is bound to (the
+    // signal is emitted there, serialised with the delivery that clears the slot).
+    struct cancel_context {
+        explicit cancel_context(boost::asio::strand<boost::asio::io_context::executor_type> s)
+            : strand(std::move(s)), timer(strand) {}
+        boost::asio::strand<boost::asio::io_context::executor_type> strand;
+        boost::asio::cancellation_signal signal;
+        boost::asio::steady_timer timer;
+    };
+
+    void fail(const std::string& what) {
+        if (failures_.fetch_add(1, relaxed) == 0) {
+            std::lock_guard lock(failure_mutex_);
+            first_failure_ = what;
+        }
+    }
+
+    template <class Predicate>
+    void wait_until(Predicate done, const char* what) {
+        const auto give_up = clock_type::now() + std::chrono::seconds(120);
+        while (!done()) {
+            if (clock_type::now() > give_up) {
+                fail(std::string("timed out waiting for: ") + what);
+                return;
+            }
+            std::this_thread::sleep_for(std::chrono::microseconds(200));
+        }
+    }
+
+    static std::mt19937_64& rng() {
+        thread_local std::mt19937_64 engine(std::hash<std::thread::id>()(std::this_thread::get_id()));
+        return engine;
+    }
+    static bool chance(double p) { return std::uniform_real_distribution<double>(0, 1)(rng()) < p; }
+    static std::uint64_t below(std::uint64_t n) { return std::uniform_int_distribution<std::uint64_t>(0, n - 1)(rng()); }
+
+    // --- Completion: runs on an io_context thread (or a strand) ---------------------------
+
+    void on_complete(unsigned p, std::uint64_t op, error_code ec, stress_lease l) {
+        if (completions_[op].fetch_add(1, relaxed) != 0) fail("operation " + std::to_string(op) + " completed twice");
+        const outcome_kind kind = classify(ec);
+        outcomes_[kind].fetch_add(1, relaxed);
+        if (kind == other) fail("operation " + std::to_string(op) + " completed with " + ec.message());
+        if (kind == ok) {
+            accept(p, std::move(l));
+        } else if (l) {
+            fail("operation " + std::to_string(op) + " failed (" + ec.message() + ") but carried a lease");
+        }
+        producer& pr = *producers_[p];
+        {
+            std::lock_guard lock(pr.mutex);
+            --pr.inflight;
+        }
+        pr.cv.notify_one();
+    }
+
+    void accept(unsigned p, stress_lease l) {
+        if (!l) return fail("a grant without a lease");
+        const std::uint32_t slot = l.slot();
+        if (slot >= config_.max_slots) return fail("slot " + std::to_string(slot) + " out of range");
+        if (l.id() == 0 || l.id() >= lease_deliveries_.size()) return fail("lease id out of range");
+        if (lease_deliveries_[l.id()].fetch_add(1, relaxed) != 0)
+            fail("lease " + std::to_string(l.id()) + " of slot " + std::to_string(slot) + " delivered twice");
+        if (const std::uint64_t other = holders_[slot].exchange(l.id(), relaxed); other != 0)
+            fail("slot " + std::to_string(slot) + " delivered with lease " + std::to_string(l.id()) +
+                 " while lease " + std::to_string(other) + " still held it");
+        leases_out_.fetch_add(1, relaxed);
+        const std::uint64_t id = l->id();
+        if (id >= dirty_.size()) return fail("more resources than the test expected");
+        if (dirty_[id].load(relaxed)) fail("dirty resource " + std::to_string(id) + " handed out again");
+        l->use();
+        if (chance(0.03)) {
+            dirty_[id].store(1, relaxed);
+            l.mark_dirty();
+            dirty_releases_.fetch_add(1, relaxed);
+        }
+        held h{std::move(l), slot};
+        switch (below(4)) {
+            case 0:  // here, on the handler's thread
+                give_back(h, 0);
+                break;
+            case 1: {  // by the producer
+                producer& pr = *producers_[p];
+                std::lock_guard lock(pr.mutex);
+                pr.inbox.push_back(std::move(h));
+                break;
+            }
+            case 2: {  // by the releaser thread
+                {
+                    std::lock_guard lock(releaser_mutex_);
+                    releaser_inbox_.push_back(std::move(h));
+                }
+                releaser_cv_.notify_one();
+                break;
+            }
+            default:  // later, by whichever io_context thread runs it
+                boost::asio::post(io_, [this, h = std::move(h)]() mutable { give_back(h, 3); });
+                break;
+        }
+    }
+
+    void give_back(held& h, int route) {
+        h.lease->use();
+        const std::uint64_t id = h.lease.id();
+        if (holders_[h.slot].exchange(0, relaxed) != id)
+            fail("slot " + std::to_string(h.slot) + " changed holder while lease " + std::to_string(id) + " held it");
+        h.lease.release();
+        if (h.lease) fail("a released lease still holds its slot");
+        release_routes_[route].fetch_add(1, relaxed);
+        leases_out_.fetch_sub(1, relaxed);
+    }
+
+    void run_releaser() {
+        std::unique_lock lock(releaser_mutex_);
+        for (;;) {
+            releaser_cv_.wait(lock, [this] { return releaser_stop_ || !releaser_inbox_.empty(); });
+            if (releaser_inbox_.empty()) return;
+            std::deque<held> batch;
+            batch.swap(releaser_inbox_);
+            lock.unlock();
+            for (auto& h : batch) give_back(h, 2);
+            batch.clear();
+            lock.lock();
+        }
+    }
+
+    // --- Producers: outside the io_context ----------------------------------------------
+
+    void run_producer(unsigned p, std::uint64_t first, std::uint64_t last) {
+        producer& pr = *producers_[p];
+        std::vector<stress_handle> handles;
+        for (std::uint32_t w = 1; w <= 4; ++w) handles.push_back(pool_->make_handle(w));
+        auto release_inbox = [&](std::unique_lock<std::mutex>& lock) {
+            std::deque<held> batch;
+            batch.swap(pr.inbox);
+            lock.unlock();
+            for (auto& h : batch) give_back(h, 1);
+            batch.clear();
+            lock.lock();
+        };
+        for (std::uint64_t op = first; op < last; ++op) {
+            {
+                std::unique_lock lock(pr.mutex);
+                while (pr.inflight >= config_.window || !pr.inbox.empty()) {
+                    if (!pr.inbox.empty()) {
+                        release_inbox(lock);
+                        continue;
+                    }
+                    pr.cv.wait_for(lock, std::chrono::milliseconds(1));
+                }
+                ++pr.inflight;
+            }
+            issue(p, op, handles);
+            if (below(600) == 0) {  // a handle goes, deregistering its queued waiters
+                const std::size_t k = below(handles.size());
+                const std::uint32_t weight = static_cast<std::uint32_t>(1 + below(4));
+                if (chance(0.5)) handles[k] = pool_->make_handle(weight);  // move-assignment deregisters
+                else {
+                    handles.erase(handles.begin() + static_cast<std::ptrdiff_t>(k));  // destruction
+                    handles.push_back(pool_->make_handle(weight));
+                }
+                handles_replaced_.fetch_add(1, relaxed);
+            }
+        }
+        std::unique_lock lock(pr.mutex);
+        while (pr.inflight > 0 || !pr.inbox.empty()) {
+            if (!pr.inbox.empty()) release_inbox(lock);
+            else pr.cv.wait_for(lock, std::chrono::milliseconds(1));
+        }
+        lock.unlock();
+        handles.clear();
+    }
+
+    void issue(unsigned p, std::uint64_t op, std::vector<stress_handle>& handles) {
+        issued_.fetch_add(1, relaxed);
+        auto callback = [this, p, op](error_code ec, stress_lease l) { on_complete(p, op, ec, std::move(l)); };
+        // 0: no deadline; else a short timeout (0 means: only if one is idle now).
+        std::chrono::nanoseconds timeout(-1);
+        if (chance(0.15)) {
+            static constexpr std::chrono::nanoseconds timeouts[] = {std::chrono::nanoseconds(0),
+                                                                    std::chrono::microseconds(20),
+                                                                    std::chrono::microseconds(200),
+                                                                    std::chrono::milliseconds(2)};
+            timeout = timeouts[below(4)];
+        }
+        stress_handle* h = chance(0.3) ? nullptr : &handles[below(handles.size())];
+        auto start = [&](auto&& token) {
+            if (h) {
+                if (timeout.count() >= 0) h->async_acquire(timeout, std::move(token));
+                else h->async_acquire(std::move(token));
+            } else {
+                if (timeout.count() >= 0) pool_->async_acquire(timeout, std::move(token));
+                else pool_->async_acquire(std::move(token));
+            }
+        };
+        if (!chance(0.12)) return start(std::move(callback));
+
+        auto ctx = std::make_shared<cancel_context>(strands_[below(strands_.size())]);
+        cancels_requested_.fetch_add(1, relaxed);
+        start(boost::asio::bind_cancellation_slot(
+            ctx->signal.slot(),
+            boost::asio::bind_executor(ctx->strand, [this, ctx, callback](error_code ec, stress_lease l) {
+                if (!ctx->strand.running_in_this_thread()) fail("a strand-bound handler ran off its strand");
+                callback(ec, std::move(l));
+            })));
+        static constexpr boost::asio::cancellation_type types[] = {boost::asio::cancellation_type::terminal,
+                                                                   boost::asio::cancellation_type::partial,
+                                                                   boost::asio::cancellation_type::total};
+        const auto type = types[below(3)];
+        if (chance(0.5)) {
+            boost::asio::post(ctx->strand, [ctx, type] { ctx->signal.emit(type); });
+        } else {
+            ctx->timer.expires_after(std::chrono::microseconds(below(300)));
+            ctx->timer.async_wait([ctx, type](error_code) { ctx->signal.emit(type); });
+        }
+    }
+
+    const stress_config config_;
+    boost::asio::io_context io_;
+    std::vector<boost::asio::strand<boost::asio::io_context::executor_type>> strands_;
+    stress_pool* pool_ = nullptr;
+    resource_counters counters_;
+
+    std::vector<std::atomic<std::uint8_t>> completions_;       // by operation id
+    std::vector<std::atomic<std::uint8_t>> lease_deliveries_;  // by lease id
+    std::vector<std::atomic<std::uint8_t>> dirty_;             // by resource id
+    std::vector<std::atomic<std::uint64_t>> holders_;          // by slot: the lease holding it, 0 if none
+    std::array<std::atomic<std::uint64_t>, outcome_kinds> outcomes_{};
+    std::atomic<std::uint64_t> issued_{0}, cancels_requested_{0}, dirty_releases_{0}, handles_replaced_{0};
+    std::atomic<std::int64_t> leases_out_{0};
+    std::array<std::atomic<std::uint64_t>, 4> release_routes_{};
+
+    std::vector<std::unique_ptr<producer>> producers_;
+    std::thread releaser_;
+    std::mutex releaser_mutex_;
+    std::condition_variable releaser_cv_;
+    std::deque<held> releaser_inbox_;
+    bool releaser_stop_ = false;
+
+    std::atomic<std::uint64_t> failures_{0};
+    mutable std::mutex failure_mutex_;
+    std::string first_failure_;
+};
+
+// The checks common to both tests.
+void expect_clean_run(const stress_harness& h, const stress_report& r) {
+    SCOPED_TRACE(r.describe());
+    EXPECT_EQ(h.failures(), 0u) << "first failure: " << h.first_failure();
+    const auto bad = h.not_completed_once();
+    EXPECT_TRUE(bad.empty()) << bad.size() << " operations did not complete exactly once, the first: " << bad.front();
+
+    // Closed, and every slot back.
+    ASSERT_TRUE(r.close_completed) << "async_close did not complete";
+    EXPECT_FALSE(r.close_ec) << r.close_ec.message();
+    EXPECT_TRUE(r.closing.closed);
+    EXPECT_EQ(r.closing.leases_out, 0u);
+    EXPECT_EQ(r.closing.waiters_queued, 0u);
+    EXPECT_EQ(r.stats.slots[static_cast<int>(core::slot_state::leased)], 0u);
+    EXPECT_EQ(r.stats.slots[static_cast<int>(core::slot_state::spawning)], 0u);
+    EXPECT_EQ(r.stats.slots[static_cast<int>(core::slot_state::retiring)], 0u);
+    EXPECT_EQ(r.stats.slots[static_cast<int>(core::slot_state::idle)], 0u);
+    EXPECT_EQ(r.stats.queued_waiters, 0u);
+    EXPECT_GT(r.created, 0u);
+    EXPECT_EQ(r.destroyed, r.created);
+    EXPECT_TRUE(r.state_expired) << "the pool's state outlived the pool, its handles and its leases";
+
+    // The handlers' view agrees with the scheduler's.
+    std::uint64_t completed = 0;
+    for (auto n : r.outcomes) completed += n;
+    EXPECT_EQ(completed, r.issued);
+    EXPECT_EQ(r.stats.acquires + r.outcomes[busy], r.issued);
+    EXPECT_EQ(r.stats.grants_immediate + r.stats.grants_after_wait, r.outcomes[ok]);
+    EXPECT_EQ(r.stats.rejections[static_cast<int>(core::reject_reason::timeout)], r.outcomes[timeout]);
+    EXPECT_EQ(r.stats.rejections[static_cast<int>(core::reject_reason::cancelled)], r.outcomes[aborted]);
+    EXPECT_EQ(r.stats.rejections[static_cast<int>(core::reject_reason::deregistered)], r.outcomes[deregistered]);
+    EXPECT_EQ(r.stats.rejections[static_cast<int>(core::reject_reason::saturated)], r.outcomes[saturated]);
+    EXPECT_EQ(r.stats.rejections[static_cast<int>(core::reject_reason::closed)], r.outcomes[closed]);
+    EXPECT_EQ(r.outcomes[closed], 0u) << "nothing was issued after the close";
+    EXPECT_EQ(r.stats.retirements[static_cast<int>(core::retire_reason::dirty)], r.dirty_releases);
+
+    // The run exercised what it meant to.
+    EXPECT_GT(r.outcomes[ok], r.issued / 2);
+    EXPECT_GT(r.outcomes[aborted], 0u);
+    EXPECT_GT(r.outcomes[timeout], 0u);
+    EXPECT_GT(r.dirty_releases, 0u);
+    for (auto n : r.release_routes) EXPECT_GT(n, 0u);
+}
+
+TEST(adapter_stress, many_threads_acquire_cancel_time_out_and_release) {
+    stress_config c;
+    c.cycles = env_or("FAIRPOOL_STRESS_CYCLES", 200'000);
+    stress_harness h(c);
+    const stress_report r = h.run();
+    std::printf("%s\n", r.describe().c_str());
+    expect_clean_run(h, r);
+    if (r.outcomes[deregistered] == 0) std::printf("note: no waiter was queued on a handle when it went\n");
+}
+
+// --- Recording ---------------------------------------------------------------------------
+
+// Runs `fairpool-replay --check FILE`; its exit status, and what it printed.
+std::pair<int, std::string> run_replay_check(const std::string& tool, const std::string& file) {
+    const std::string out = file + ".out";
+    const std::string command = "'" + tool + "' --check '" + file + "' >'" + out + "' 2>&1";
+    const int status = std::system(command.c_str());
+    std::ifstream printed(out);
+    std::stringstream text;
+    text << printed.rdbuf();
+    std::remove(out.c_str());
+    if (status == -1 || !WIFEXITED(status)) return {-1, text.str()};
+    return {WEXITSTATUS(status), text.str()};
+}
+
+TEST(adapter_stress, a_recording_of_a_multithreaded_run_replays_identically) {
+    std::ostringstream recording;
+    stress_config c;
+    c.cycles = env_or("FAIRPOOL_RECORDING_CYCLES", 20'000);
+    c.recorder = &recording;
+    stress_harness h(c);
+    const stress_report r = h.run();
+    std::printf("%s\n", r.describe().c_str());
+    expect_clean_run(h, r);
+    const std::string text = recording.str();  // the pool closed and every thread joined
+
+    // In process: read it, run the core beside the reference model, compare.
+    const trace::read_result read = trace::read(text);
+    ASSERT_TRUE(std::holds_alternative<trace::trace>(read))
+        << std::get<trace::read_error>(read).describe("recording");
+    const trace::trace& t = std::get<trace::trace>(read);
+    EXPECT_GT(t.steps.size(), c.cycles);
+    model::lockstep machines(t.config, 1);
+    std::size_t effects = 0;
+    for (const trace::step& s : t.steps) {
+        const auto outcome = machines.step(s.event);
+        ASSERT_FALSE(outcome.breach) << "recording:" << s.line << ": " << *outcome.breach;
+        ASSERT_FALSE(s.error) << "recording:" << s.error_line << ": the actor fed an invalid event";
+        ASSERT_EQ(outcome.error, core::event_error::ok) << "recording:" << s.line;
+        std::vector<core::effect> recorded;
+        for (const auto& e : s.effects) recorded.push_back(e.effect);
+        ASSERT_EQ(model::describe(*outcome.effects), model::describe(recorded)) << "recording:" << s.line;
+        effects += recorded.size();
+    }
+    EXPECT_GT(effects, c.cycles);
+    const core::stats replayed = machines.core().counters();
+    EXPECT_EQ(replayed.acquires, r.stats.acquires);
+    EXPECT_EQ(replayed.grants_immediate + replayed.grants_after_wait, r.outcomes[ok]);
+
+    // And with the tool.
+    const char* tool = std::getenv("FAIRPOOL_REPLAY");
+    if (!tool || !*tool) GTEST_SKIP() << "FAIRPOOL_REPLAY does not name fairpool-replay";
+    char path[] = "/tmp/fairpool-recording-XXXXXX";
+    const int fd = ::mkstemp(path);
+    ASSERT_GE(fd, 0);
+    ::close(fd);
+    {
+        std::ofstream file(path);
+        file << text;
+        ASSERT_TRUE(file.good());
+    }
+    const auto [status, printed] = run_replay_check(tool, path);
+    EXPECT_EQ(status, 0) << printed;
+    EXPECT_NE(printed.find(": ok,"), std::string::npos) << printed;
+    if (status == 0) std::remove(path);
+    else std::printf("recording kept in %s\n", path);
+}
+
+}  // namespace
+}  // namespace fairpool::testing
