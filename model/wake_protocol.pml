@@ -27,14 +27,16 @@
  *    that it really is never full. Push and pop are linearizable (one atomic step),
  *    and consume_all is "pop until a pop finds the queue empty": a command pushed
  *    while consume_all runs may or may not be taken by it.
- *  - Promela is sequentially consistent. The C++ must give the same guarantee for the
- *    two statements that matter: the drain's clear must be ordered before its pops
- *    (store-load). exchange(false, acq_rel), or a seq_cst store followed by a seq_cst
- *    fence, does that by the C++ memory model; a release store does not, and the
- *    RELEASE_CLEAR variant below shows the wake-up that is then lost on a machine with
- *    store buffers (x86-TSO). A seq_cst store alone is enough on x86 (gcc emits xchg)
- *    but the Boost.Lockfree pops are acquire loads, not seq_cst, so the C++ standard
- *    itself does not promise store-load order there.
+ *  - Promela is sequentially consistent. What the C++ needs for the same result: when
+ *    a producer's exchange(true) returns true, the drain that later clears the flag must
+ *    see that producer's push (store-load order at the drain: clear, then pop).
+ *    clear() as scheduled_.exchange(false, acq_rel) gives it by the C++ memory model:
+ *    every write of scheduled_ is then an RMW, so the drain's exchange reads from the
+ *    release sequence of the producer's exchange and synchronizes with it. The current
+ *    clear(), store(false, seq_cst), does not by the standard (the Boost.Lockfree pops
+ *    are acquire loads, not seq_cst): it works on x86 (gcc emits xchg) and on ARMv8
+ *    with ldar, but not on POWER, nor ARMv8.3 with RCpc ldapr. A release store loses
+ *    wake-ups even on x86: the RELEASE_CLEAR variant below models that store buffer.
  *  - The strand is a lock: a posted drain is a process that waits for the strand, so
  *    any number of drains can be posted and queued while one runs; they start in any
  *    order (Asio's is FIFO; all drains are alike, so order does not matter).

@@ -13,8 +13,11 @@ class wake_flag {
 public:
     // True when the caller must post a drain.
     [[nodiscard]] bool raise() noexcept { return !scheduled_.exchange(true, std::memory_order_acq_rel); }
-    // At the start of a drain, before consuming.
-    void clear() noexcept { scheduled_.store(false, std::memory_order_seq_cst); }
+    // At the start of a drain, before consuming. A read-modify-write, not a store: its
+    // acquire half orders the drain's pops after the flag is cleared, so a producer whose
+    // exchange saw `true` is guaranteed to have its command seen by this drain (a plain
+    // store, even seq_cst, gives no such order against Boost.Lockfree's acquire pops).
+    void clear() noexcept { scheduled_.exchange(false, std::memory_order_acq_rel); }
 
 private:
     std::atomic<bool> scheduled_{false};
