@@ -18,7 +18,10 @@
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/this_coro.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <chrono>
@@ -31,6 +34,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "baselines/channel_pool.hpp"
@@ -138,12 +142,19 @@ std::int64_t ns_between(clock_type::time_point a, clock_type::time_point b) {
 
 template <class Pool>
 struct direct_source {
+    using lease_type = typename Pool::lease_type;
     Pool* pool;
     template <class Token>
     auto async_acquire(Token&& token) {
         return pool->async_acquire(std::forward<Token>(token));
     }
 };
+
+// From a coroutine: co_await the asynchronous acquire; the blocking pool is called
+// directly (its inline completion must not be awaited, see mutex_condvar_pool.hpp).
+template <class Source>
+constexpr bool blocking_source = requires(Source& s) { s.pool->acquire_blocking(); };
+
 
 struct fairpool_design {
     static constexpr const char* name = "fairpool";
@@ -237,6 +248,8 @@ void round_trip_once(std::size_t cycles, double& ns_per_cycle, double& allocs_pe
     asio::io_context io(1);
     auto pool = Design::make(io, 1);
     auto source = Design::source(*pool);
+    // Keeps run_one() from stopping the io_context between a handler and the next acquire.
+    auto work = asio::make_work_guard(io);
     bool got = false;
     auto handler = [&got](error_code, auto lease) {
         got = true;
@@ -246,7 +259,10 @@ void round_trip_once(std::size_t cycles, double& ns_per_cycle, double& allocs_pe
         got = false;
         source.async_acquire(handler);
         while (!got)
-            if (io.run_one() == 0) std::abort();
+            if (io.run_one() == 0) {
+                std::fprintf(stderr, "%s: io ran out of work (stopped=%d)\n", Design::name, int(io.stopped()));
+                std::abort();
+            }
     }
     io.poll();
     const std::uint64_t a0 = g_allocations.load(std::memory_order_relaxed);
@@ -255,7 +271,10 @@ void round_trip_once(std::size_t cycles, double& ns_per_cycle, double& allocs_pe
         got = false;
         source.async_acquire(handler);
         while (!got)
-            if (io.run_one() == 0) std::abort();
+            if (io.run_one() == 0) {
+                std::fprintf(stderr, "%s: io ran out of work (stopped=%d)\n", Design::name, int(io.stopped()));
+                std::abort();
+            }
     }
     io.poll();  // the last release's work, if any
     const auto t1 = clock_type::now();
@@ -304,7 +323,10 @@ asio::awaitable<void> contended_worker(Source& source, int cycles, contended_rec
     for (int i = 0; i < cycles; ++i) {
         const std::uint64_t ticket = rec.arrivals.fetch_add(1);
         const auto t0 = clock_type::now();
-        auto [ec, lease] = co_await source.async_acquire(asio::as_tuple(asio::use_awaitable));
+        error_code ec;
+        typename Source::lease_type lease;
+        if constexpr (blocking_source<Source>) lease = source.pool->acquire_blocking();
+        else std::tie(ec, lease) = co_await source.async_acquire(asio::as_tuple(asio::use_awaitable));
         const auto t1 = clock_type::now();
         const std::size_t k = rec.completed.fetch_add(1);
         rec.served[k] = ticket;
@@ -419,7 +441,7 @@ void scenario_inversions(int reps, int cycles) {
 // Ten tenants share a pool of 4: tenant 0 is greedy (20 concurrent workers), tenants
 // 1..9 have one worker each. Every worker loops acquire → use the resource for ~1 µs
 // (a spin, never suspending: the blocking pool cannot hold a lease across a suspension)
-// → release, for a fixed time on 2 threads. For fairpool each tenant is one handle;
+// → release → yield, for a fixed time on 2 threads. For fairpool each tenant is one handle;
 // the baselines have no notion of a tenant. Jain's index over the 10 tenants' grant
 // counts: 1 = equal shares, 0.206 = shares proportional to demand (20:1).
 
@@ -433,7 +455,10 @@ template <class Source>
 asio::awaitable<void> tenant_worker(Source& source, std::atomic<std::uint64_t>& grants, const std::atomic<bool>& stop,
                                     std::atomic<int>& errors) {
     while (!stop.load(std::memory_order_relaxed)) {
-        auto [ec, lease] = co_await source.async_acquire(asio::as_tuple(asio::use_awaitable));
+        error_code ec;
+        typename Source::lease_type lease;
+        if constexpr (blocking_source<Source>) lease = source.pool->acquire_blocking();
+        else std::tie(ec, lease) = co_await source.async_acquire(asio::as_tuple(asio::use_awaitable));
         if (ec || !lease) {
             errors.fetch_add(1);
             co_return;
@@ -441,6 +466,9 @@ asio::awaitable<void> tenant_worker(Source& source, std::atomic<std::uint64_t>& 
         grants.fetch_add(1, std::memory_order_relaxed);
         spin_for(std::chrono::nanoseconds(1000));
         lease.release();
+        // Yield between requests (a server does I/O between two uses): without it, a
+        // worker of the blocking pool, which never suspends, would keep its thread.
+        co_await asio::post(co_await asio::this_coro::executor, asio::use_awaitable);
     }
 }
 

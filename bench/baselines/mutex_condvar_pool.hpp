@@ -12,6 +12,11 @@
 // to release, and the program deadlocks. The scenarios only hold leases without
 // suspending, so it is measured where it works.
 //
+// Completing inside the initiating function is also unsafe with use_awaitable (the
+// coroutine resumes inside the initiation, and the awaitable's frame is torn down
+// under it): from a coroutine, call acquire_blocking() directly, as a user of a
+// blocking pool would. The callback round trip uses async_acquire.
+//
 // Not fair: std::condition_variable (futex) does not wake in FIFO order, and a thread
 // that releases and reacquires at once barges past the waiter it just notified.
 #include <boost/asio/async_result.hpp>

@@ -16,7 +16,6 @@
 #include <atomic>
 #include <boost/asio/any_completion_handler.hpp>
 #include <boost/asio/any_io_executor.hpp>
-#include <boost/asio/append.hpp>
 #include <boost/asio/async_result.hpp>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
@@ -84,8 +83,7 @@ private:
             }
         }
         if (granted)
-            boost::asio::post(ex_, boost::asio::append(std::move(handler), boost::system::error_code{},
-                                                       lease_type(this, *granted)));
+            complete(std::move(handler), *granted, /*may_run_inline=*/false);
         else if (wake)
             schedule_service();
     }
@@ -97,7 +95,9 @@ private:
 
     void service() {
         for (;;) {
-            handler_type handler;
+            // Move-constructed, never move-assigned: Boost 1.81's any_completion_handler
+            // move assignment copies from an lvalue of itself and recurses.
+            std::optional<handler_type> handler;
             std::size_t i = 0;
             {
                 std::lock_guard lock(mutex_);
@@ -105,14 +105,26 @@ private:
                     servicing_.store(false, std::memory_order_release);
                     return;
                 }
-                handler = std::move(waiters_.front());
+                handler.emplace(std::move(waiters_.front()));
                 waiters_.pop_front();
                 i = idle_.back();
                 idle_.pop_back();
             }
-            boost::asio::dispatch(ex_, boost::asio::append(std::move(handler), boost::system::error_code{},
-                                                           lease_type(this, i)));
+            complete(std::move(*handler), i, /*may_run_inline=*/true);
         }
+    }
+
+    // Runs the handler on the pool's executor: inline (dispatch) inside the servicing
+    // task, never from the initiating function (post). Simplification: a handler bound
+    // to another executor (e.g. a strand) is not honoured; Boost 1.81's
+    // any_completion_executor cannot be handed to post(). Every handler in
+    // the scenarios runs on the io_context's executor anyway.
+    void complete(handler_type handler, std::size_t i, bool may_run_inline) {
+        auto f = [h = std::move(handler), l = lease_type(this, i)]() mutable {
+            std::move(h)(boost::system::error_code{}, std::move(l));
+        };
+        if (may_run_inline) boost::asio::dispatch(ex_, std::move(f));
+        else boost::asio::post(ex_, std::move(f));
     }
 
     executor_type ex_;

@@ -21,7 +21,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <dlfcn.h>
 #include <execinfo.h>
+#include <string>
 #include <new>
 #include <unistd.h>
 
@@ -61,12 +63,39 @@ const int unwinder_loaded = [] {
     return n;
 }();
 
+// Prints each distinct captured stack once, symbolized with addr2line when it is there
+// (frames of this executable; a frame of a shared library is printed as is).
 void print_captured() {
     const int n = std::min(captured.load(), max_captured);
+    char exe[4096];
+    const ssize_t len = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
+    exe[len > 0 ? len : 0] = '\0';
+    Dl_info self;
+    const void* base = ::dladdr(reinterpret_cast<void*>(&print_captured), &self) ? self.dli_fbase : nullptr;
     for (int i = 0; i < n; ++i) {
-        std::fprintf(stderr, "--- allocation %d in the measured window:\n", i + 1);
+        bool seen = false;
+        for (int j = 0; j < i && !seen; ++j)
+            seen = captured_depth[j] == captured_depth[i] &&
+                   std::memcmp(captured_frames[j], captured_frames[i], sizeof(void*) * captured_depth[i]) == 0;
+        if (seen) continue;
+        std::fprintf(stderr, "--- an allocation in the measured window (stack %d of the first %d captured):\n", i + 1, n);
+        std::string command = std::string("addr2line -Cfpi -e '") + exe + "'";
+        bool any = false;
+        for (int f = 0; f < captured_depth[i]; ++f) {
+            Dl_info info;
+            if (base && ::dladdr(captured_frames[i][f], &info) && info.dli_fbase == base) {
+                any = true;
+                char offset[32];
+                // A return address: the call is the byte before.
+                std::snprintf(offset, sizeof offset, " %#zx",
+                              static_cast<std::size_t>(static_cast<char*>(captured_frames[i][f]) -
+                                                       static_cast<char*>(info.dli_fbase) - 1));
+                command += offset;
+            }
+        }
         std::fflush(stderr);
-        ::backtrace_symbols_fd(captured_frames[i], captured_depth[i], STDERR_FILENO);
+        if (!any || std::system((command + " 1>&2 2>/dev/null").c_str()) != 0)
+            ::backtrace_symbols_fd(captured_frames[i], captured_depth[i], STDERR_FILENO);
     }
 }
 

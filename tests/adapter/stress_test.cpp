@@ -239,10 +239,9 @@ public:
             releaser_.join();
 
             if (!config_.close_under_load) close();
-            if (closed.wait_for(std::chrono::seconds(90)) == std::future_status::ready) {
-                std::tie(report.close_ec, report.closing) = closed.get();
-                report.close_completed = true;
-            }
+            if (closed.wait_for(std::chrono::seconds(90)) != std::future_status::ready) give_up("async_close");
+            std::tie(report.close_ec, report.closing) = closed.get();
+            report.close_completed = true;
             report.stats = pool.stats();
             pool_ = nullptr;
         }  // the pool object goes; the handles went with their producers
@@ -310,16 +309,41 @@ private:
         }
     }
 
+    // A wait that cannot end means an operation or a lease was lost: the run cannot be
+    // wound down (pending operations hold work on the io_context), so say what was still
+    // out and abort, rather than hang until the test's timeout.
     template <class Predicate>
     void wait_until(Predicate done, const char* what) {
-        const auto give_up = clock_type::now() + std::chrono::seconds(120);
+        const auto deadline = clock_type::now() + std::chrono::seconds(120);
         while (!done()) {
-            if (clock_type::now() > give_up) {
-                fail(std::string("timed out waiting for: ") + what);
-                return;
-            }
+            if (clock_type::now() > deadline) give_up(what);
             std::this_thread::sleep_for(std::chrono::microseconds(200));
         }
+    }
+
+    [[noreturn]] void give_up(const char* what) {
+        std::fprintf(stderr, "stress: gave up waiting for %s: issued=%llu granted=%llu leases out=%lld\n", what,
+                     static_cast<unsigned long long>(issued_.load()), static_cast<unsigned long long>(granted_.load()),
+                     static_cast<long long>(leases_out_.load()));
+        int shown = 0;
+        for (std::uint64_t i = 0; i < issued_.load() && shown < 10; ++i)
+            if (completions_[i].load() != 1) {
+                std::fprintf(stderr, "  operation %llu completed %d times\n", static_cast<unsigned long long>(i),
+                             completions_[i].load());
+                ++shown;
+            }
+        if (pool_) {
+            const core::stats st = pool_->stats();
+            std::fprintf(stderr, "  pool: queued=%llu leased=%llu idle=%llu spawning=%llu retiring=%llu drains=%llu\n",
+                         static_cast<unsigned long long>(st.queued_waiters),
+                         static_cast<unsigned long long>(st.slots[static_cast<int>(core::slot_state::leased)]),
+                         static_cast<unsigned long long>(st.slots[static_cast<int>(core::slot_state::idle)]),
+                         static_cast<unsigned long long>(st.slots[static_cast<int>(core::slot_state::spawning)]),
+                         static_cast<unsigned long long>(st.slots[static_cast<int>(core::slot_state::retiring)]),
+                         static_cast<unsigned long long>(pool_->drains_posted()));
+        }
+        std::fprintf(stderr, "  first failure: %s\n", first_failure().c_str());
+        std::abort();
     }
 
     static std::mt19937_64& rng() {
@@ -443,12 +467,14 @@ private:
             }
             {
                 std::unique_lock lock(pr.mutex);
+                const auto deadline = clock_type::now() + std::chrono::seconds(120);
                 while (pr.inflight >= config_.window || !pr.inbox.empty()) {
                     if (!pr.inbox.empty()) {
                         release_inbox(lock);
                         continue;
                     }
                     pr.cv.wait_for(lock, std::chrono::milliseconds(1));
+                    if (clock_type::now() > deadline) give_up("room in a producer's window");
                 }
                 ++pr.inflight;
             }
@@ -465,9 +491,11 @@ private:
             }
         }
         std::unique_lock lock(pr.mutex);
+        const auto deadline = clock_type::now() + std::chrono::seconds(120);
         while (pr.inflight > 0 || !pr.inbox.empty()) {
             if (!pr.inbox.empty()) release_inbox(lock);
             else pr.cv.wait_for(lock, std::chrono::milliseconds(1));
+            if (clock_type::now() > deadline) give_up("a producer's acquires to complete");
         }
         lock.unlock();
         handles.clear();
@@ -641,6 +669,7 @@ TEST(adapter_stress, a_recording_of_a_multithreaded_run_replays_identically) {
     const std::string text = recording.str();  // the pool closed and every thread joined
 
     // In process: read it, run the core beside the reference model, compare.
+    auto started = clock_type::now();
     const trace::read_result read = trace::read(text);
     ASSERT_TRUE(std::holds_alternative<trace::trace>(read))
         << std::get<trace::read_error>(read).describe("recording");
@@ -662,6 +691,11 @@ TEST(adapter_stress, a_recording_of_a_multithreaded_run_replays_identically) {
     const core::stats replayed = machines.core().counters();
     EXPECT_EQ(replayed.acquires, r.stats.acquires);
     EXPECT_EQ(replayed.grants_immediate + replayed.grants_after_wait, r.outcomes[ok]);
+    const auto ms = [](clock_type::duration d) {
+        return static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(d).count());
+    };
+    std::printf("recording: %zu events, %zu effects, %zu bytes; read and lockstep in %lld ms\n", t.steps.size(),
+                effects, text.size(), ms(clock_type::now() - started));
 
     // And with the tool.
     const char* tool = std::getenv("FAIRPOOL_REPLAY");
@@ -675,7 +709,9 @@ TEST(adapter_stress, a_recording_of_a_multithreaded_run_replays_identically) {
         file << text;
         ASSERT_TRUE(file.good());
     }
+    started = clock_type::now();
     const auto [status, printed] = run_replay_check(tool, path);
+    std::printf("fairpool-replay --check in %lld ms: %s", ms(clock_type::now() - started), printed.c_str());
     EXPECT_EQ(status, 0) << printed;
     EXPECT_NE(printed.find(": ok,"), std::string::npos) << printed;
     if (status == 0) std::remove(path);

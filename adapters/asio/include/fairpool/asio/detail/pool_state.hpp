@@ -21,6 +21,7 @@
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/error.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
@@ -71,7 +72,7 @@ public:
     pool_state(executor_type ex, const pool_options& o, create_function create, close_function close)
         : options_(checked(o)),
           executor_(std::move(ex)),
-          strand_(boost::asio::make_strand(executor_)),
+          strand_(make_actor_strand(executor_)),
           epoch_(std::chrono::steady_clock::now()),
           core_(options_.scheduler),
           limit_(static_cast<std::uint32_t>(options_.scheduler.max_waiters) + options_.mailbox_capacity),
@@ -201,6 +202,14 @@ private:
         pool_options resolved = o;
         resolved.scheduler = o.scheduler.resolved();
         return resolved;
+    }
+
+    // A strand over the concrete io_context executor when that is what the pool runs on:
+    // Asio 1.81's strand over a type-erased executor allocates on every post (it
+    // queries the inner executor's blocking property through the type erasure).
+    static executor_type make_actor_strand(const executor_type& ex) {
+        if (const auto* io = ex.target<boost::asio::io_context::executor_type>()) return boost::asio::make_strand(*io);
+        return boost::asio::make_strand(ex);
     }
 
     template <class F>
@@ -403,7 +412,7 @@ private:
 
     const pool_options options_;
     executor_type executor_;
-    boost::asio::strand<executor_type> strand_;
+    executor_type strand_;  // the actor: a strand of the pool's executor
     std::optional<boost::asio::steady_timer> timer_;  // armed at next_deadline()
     const std::chrono::steady_clock::time_point epoch_;
 
