@@ -15,6 +15,10 @@
 // happens-before edge that could hide a missing one in the adapter from ThreadSanitizer
 // (the resources carry a plain counter that each holder bumps).
 //
+// A third run closes the pool halfway through, while producers still issue acquires
+// and leases are out: later acquires are rejected `closed`, and the close completes
+// once every lease is back.
+//
 // The recording test runs a smaller stress with pool_options::recorder set, then replays
 // the recording with `fairpool-replay --check` (FAIRPOOL_REPLAY names it) and, in
 // process, with model::lockstep: same effects, no breach.

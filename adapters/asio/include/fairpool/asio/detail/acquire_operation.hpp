@@ -12,6 +12,8 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/recycling_allocator.hpp>
 #include <boost/system/error_code.hpp>
+
+#include "fairpool/core/event.hpp"
 #include <cstdint>
 #include <memory>
 #include <new>
@@ -28,13 +30,20 @@ public:
         complete_(this, ec, slot, lease);
     }
 
+    // When the pool's execution context shuts down with this operation still pending:
+    // destroys it and its handler without invoking it (as Asio destroys its own pending
+    // handlers), which also breaks the pool ↔ handler reference cycle.
+    void abandon() noexcept { abandon_(this); }
+
 protected:
     using complete_fn = void (*)(acquire_operation*, const boost::system::error_code&, std::uint32_t, std::uint64_t);
-    explicit acquire_operation(complete_fn f) noexcept : complete_(f) {}
+    using abandon_fn = void (*)(acquire_operation*) noexcept;
+    acquire_operation(complete_fn c, abandon_fn a) noexcept : complete_(c), abandon_(a) {}
     ~acquire_operation() = default;
 
 private:
     complete_fn complete_;
+    abandon_fn abandon_;
 };
 
 // One cached block per operation type and thread, for handlers without an allocator of
@@ -115,18 +124,31 @@ private:
 
     typed_acquire_operation(Handler&& handler, std::shared_ptr<State> state,
                             std::shared_ptr<typename State::handle_block> block)
-        : acquire_operation(&typed_acquire_operation::do_complete),
+        : acquire_operation(&typed_acquire_operation::do_complete, &typed_acquire_operation::do_abandon),
           work_(boost::asio::get_associated_executor(handler, state->get_executor())),
           handler_(std::move(handler)),
           state_(std::move(state)),
           block_(std::move(block)) {}
 
-    // The outcome, run on the handler's executor.
+    // The outcome, run on the handler's executor. If that executor's context is
+    // destroyed first, the delivery is destroyed without running: the operation and its
+    // handler are freed then, and a granted slot is given back.
     struct delivery {
         typed_acquire_operation* op;
         boost::system::error_code ec;
         std::uint32_t slot;
         std::uint64_t lease;
+
+        delivery(typed_acquire_operation* o, boost::system::error_code e, std::uint32_t s, std::uint64_t l) noexcept
+            : op(o), ec(e), slot(s), lease(l) {}
+        delivery(delivery&& other) noexcept
+            : op(std::exchange(other.op, nullptr)), ec(other.ec), slot(other.slot), lease(other.lease) {}
+        delivery& operator=(delivery&&) = delete;
+        ~delivery() {
+            if (op == nullptr) return;
+            if (!ec) op->state_->release(slot, lease, core::release_outcome::clean);
+            op->finish_without_upcall();
+        }
 
         using allocator_type = typename typed_acquire_operation::allocator_type;
         allocator_type get_allocator() const noexcept {
@@ -134,23 +156,47 @@ private:
         }
 
         void operator()() {
-            boost::asio::get_associated_cancellation_slot(op->handler_).clear();
+            typed_acquire_operation* o = std::exchange(op, nullptr);
+            boost::asio::get_associated_cancellation_slot(o->handler_).clear();
             // Free the operation before the upcall, as Asio does, so the handler may
             // start the next acquire into the same memory.
-            const allocator_type alloc = get_allocator();
-            Handler handler(std::move(op->handler_));
-            std::shared_ptr<State> state(std::move(op->state_));
-            std::shared_ptr<typename State::handle_block> block(std::move(op->block_));
+            const allocator_type alloc = boost::asio::get_associated_allocator(o->handler_,
+                                                                                boost::asio::recycling_allocator<void>());
+            Handler handler(std::move(o->handler_));
+            std::shared_ptr<State> state(std::move(o->state_));
+            std::shared_ptr<typename State::handle_block> block(std::move(o->block_));
             auto result = ec ? typename State::lease_type() : state->make_lease(slot, lease);
             {
-                auto work = std::move(op->work_);
-                op->~typed_acquire_operation();
-                deallocate(alloc, op);
+                auto work = std::move(o->work_);
+                o->~typed_acquire_operation();
+                deallocate(alloc, o);
             }
             state->operation_delivered(block.get());
+            // Drop our reference before the upcall: a handler on a foreign executor (the
+            // system executor of use_future, say) may complete after the pool's owner let
+            // go of everything; the last reference must not die on this thread later.
+            state.reset();
+            block.reset();
             std::move(handler)(ec, std::move(result));
         }
     };
+
+    // Frees the operation and its handler without invoking it.
+    void finish_without_upcall() noexcept {
+        const allocator_type alloc = boost::asio::get_associated_allocator(handler_, boost::asio::recycling_allocator<void>());
+        std::shared_ptr<State> state(std::move(state_));
+        std::shared_ptr<typename State::handle_block> block(std::move(block_));
+        {
+            auto work = std::move(work_);
+            this->~typed_acquire_operation();
+            deallocate(alloc, this);
+        }
+        state->operation_delivered(block.get());
+    }
+
+    static void do_abandon(acquire_operation* base) noexcept {
+        static_cast<typed_acquire_operation*>(base)->finish_without_upcall();
+    }
 
     static void do_complete(acquire_operation* base, const boost::system::error_code& ec, std::uint32_t slot,
                             std::uint64_t lease) {

@@ -2,6 +2,7 @@
 // The actor's map from waiter ids to their pending operations, with a fixed capacity
 // (the pool's outstanding-acquire limit): nothing allocates after construction.
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "fairpool/core/detail/bounded_vector.hpp"
@@ -31,7 +32,14 @@ public:
         FAIRPOOL_ASSERT(at != core::detail::no_index);
         ids_.erase(waiter);
         free_.push_back(at);
-        return operations_[at];
+        return std::exchange(operations_[at], nullptr);
+    }
+
+    // Hands every operation still in the table to `f`, emptying it.
+    template <class F>
+    void take_all(F&& f) noexcept {
+        for (acquire_operation*& op : operations_)
+            if (op != nullptr) f(std::exchange(op, nullptr));
     }
 
     [[nodiscard]] std::uint32_t size() const noexcept { return ids_.size(); }

@@ -20,6 +20,8 @@
 #include <boost/asio/detached.hpp>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/error.hpp>
+#include <boost/asio/execution/context.hpp>
+#include <boost/asio/query.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
@@ -39,6 +41,7 @@
 #include "fairpool/asio/detail/acquire_operation.hpp"
 #include "fairpool/asio/detail/commands.hpp"
 #include "fairpool/asio/detail/operation_table.hpp"
+#include "fairpool/asio/detail/pool_registry.hpp"
 #include "fairpool/asio/detail/stats_board.hpp"
 #include "fairpool/asio/detail/wake_flag.hpp"
 #include "fairpool/asio/error.hpp"
@@ -55,7 +58,9 @@ class lease;
 namespace fairpool::detail {
 
 template <class Resource>
-class pool_state final : public std::enable_shared_from_this<pool_state<Resource>>, private core::effect_sink {
+class pool_state final : public std::enable_shared_from_this<pool_state<Resource>>,
+                         public abandonable,
+                         private core::effect_sink {
 public:
     using executor_type = boost::asio::any_io_executor;
     using lease_type = fairpool::lease<Resource>;
@@ -93,6 +98,8 @@ public:
     ~pool_state() = default;
 
     void start() {
+        auto& context = boost::asio::query(executor_, boost::asio::execution::context);
+        boost::asio::use_service<pool_registry>(context).add(this->weak_from_this());
         post_to_actor([self = this->shared_from_this()] {
             self->feed(core::event::start(self->now()));
             self->after_events();
@@ -173,6 +180,14 @@ public:
     void operation_delivered(handle_block* block) noexcept {
         if (block) block->outstanding.fetch_sub(1, std::memory_order_acq_rel);
         outstanding_.fetch_sub(1, std::memory_order_acq_rel);
+    }
+
+    // The execution context is shutting down (no thread runs it any more): pending
+    // acquires are destroyed without invocation, as Asio does with its own.
+    void abandon_pending() noexcept override {
+        acquires_.consume_all([](const acquire_command& c) { c.operation->abandon(); });
+        operations_.take_all([](acquire_operation* op) { op->abandon(); });
+        close_waiters_.clear();
     }
 
 private:
