@@ -54,64 +54,7 @@ std::atomic<std::uint64_t> g_allocations{0};
 inline void count_allocation() noexcept { g_allocations.fetch_add(1, std::memory_order_relaxed); }
 }  // namespace
 
-extern "C" {
-void* __real_malloc(std::size_t);
-void* __real_calloc(std::size_t, std::size_t);
-void* __real_realloc(void*, std::size_t);
-void* __real_aligned_alloc(std::size_t, std::size_t);
-int __real_posix_memalign(void**, std::size_t, std::size_t);
-void* __real_memalign(std::size_t, std::size_t);
-
-void* __wrap_malloc(std::size_t n) {
-    count_allocation();
-    return __real_malloc(n);
-}
-void* __wrap_calloc(std::size_t n, std::size_t size) {
-    count_allocation();
-    return __real_calloc(n, size);
-}
-void* __wrap_realloc(void* p, std::size_t n) {
-    count_allocation();
-    return __real_realloc(p, n);
-}
-void* __wrap_aligned_alloc(std::size_t align, std::size_t n) {
-    count_allocation();
-    return __real_aligned_alloc(align, n);
-}
-int __wrap_posix_memalign(void** p, std::size_t align, std::size_t n) {
-    count_allocation();
-    return __real_posix_memalign(p, align, n);
-}
-void* __wrap_memalign(std::size_t align, std::size_t n) {
-    count_allocation();
-    return __real_memalign(align, n);
-}
-}
-
-// GCC 12 flags free() in a replaced operator delete inlined after a replaced operator
-// new as mismatched (-Wmismatched-new-delete): a false positive here.
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-void* operator new(std::size_t size) {
-    if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
-    throw std::bad_alloc();
-}
-void* operator new[](std::size_t size) { return operator new(size); }
-void* operator new(std::size_t size, const std::nothrow_t&) noexcept { return std::malloc(size == 0 ? 1 : size); }
-void* operator new[](std::size_t size, const std::nothrow_t&) noexcept { return std::malloc(size == 0 ? 1 : size); }
-void* operator new(std::size_t size, std::align_val_t align) {
-    const auto a = static_cast<std::size_t>(align);
-    if (void* p = std::aligned_alloc(a, (size + a - 1) / a * a)) return p;
-    throw std::bad_alloc();
-}
-void* operator new[](std::size_t size, std::align_val_t align) { return operator new(size, align); }
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
-void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::align_val_t) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
+#include "../tests/support/counting_allocation.hpp"
 
 namespace {
 
