@@ -14,18 +14,11 @@ namespace {
 
 std::atomic<std::uint64_t> allocations{0};
 
+void count_allocation() noexcept { allocations.fetch_add(1, std::memory_order_relaxed); }
+
 }  // namespace
 
-void* operator new(std::size_t size) {
-    allocations.fetch_add(1, std::memory_order_relaxed);
-    if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
-    throw std::bad_alloc();
-}
-void* operator new[](std::size_t size) { return operator new(size); }
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
+#include "support/counting_allocation.hpp"
 
 namespace fairpool::testing {
 namespace {
