@@ -82,6 +82,15 @@ protected:
             });
     }
 
+    // A warm one-slot pool whose slot is leased to `holder`: the next acquire queues.
+    std::unique_ptr<test_pool> one_slot_held(outcome& holder) {
+        auto pool = make_pool(options(1, 1));
+        settle();
+        pool->async_acquire(record(holder));
+        settle();
+        return pool;
+    }
+
     // Runs every handler that is ready, and those they make ready, without waiting:
     // queued acquires keep work outstanding, so io.run() would not return.
     void settle() {

@@ -88,11 +88,8 @@ TEST_F(adapter, round_robin_across_several_handles) {
 TEST_F(adapter, cancelled_waiter_before_grant_for_every_cancellation_type) {
     using ct = boost::asio::cancellation_type;
     for (auto type : {ct::terminal, ct::partial, ct::total, ct::all}) {
-        auto pool = make_pool(options(1, 1));
-        settle();
         outcome holder;
-        pool->async_acquire(record(holder));
-        settle();
+        auto pool = one_slot_held(holder);
         boost::asio::cancellation_signal signal;
         outcome waiter;
         pool->async_acquire(boost::asio::bind_cancellation_slot(signal.slot(), record(waiter)));
@@ -110,11 +107,8 @@ TEST_F(adapter, cancelled_waiter_before_grant_for_every_cancellation_type) {
 }
 
 TEST_F(adapter, cancel_crossing_a_grant_loses_and_the_lease_is_delivered) {
-    auto pool = make_pool(options(1, 1));
-    settle();
     outcome holder;
-    pool->async_acquire(record(holder));
-    settle();
+    auto pool = one_slot_held(holder);
     boost::asio::cancellation_signal signal;
     outcome waiter;
     pool->async_acquire(boost::asio::bind_cancellation_slot(signal.slot(), record(waiter)));
