@@ -1,0 +1,18 @@
+// Counts every heap allocation of the scenarios program, as
+// tests/adapter/allocation_test.cpp does: the C allocation functions are wrapped at link
+// time (-Wl,--wrap=..., see the top-level meson.build; Asio's recycling allocator calls
+// std::aligned_alloc directly) and the global operator new goes through them. Every
+// design pays the same relaxed increment.
+#include <atomic>
+#include <cstdint>
+
+namespace {
+std::atomic<std::uint64_t> g_allocations{0};
+inline void count_allocation() noexcept { g_allocations.fetch_add(1, std::memory_order_relaxed); }
+}  // namespace
+
+#include "../../tests/support/counting_allocation.hpp"
+
+namespace fairpool_bench {
+std::uint64_t allocations() noexcept { return g_allocations.load(std::memory_order_relaxed); }
+}  // namespace fairpool_bench

@@ -1,0 +1,63 @@
+#include "common.hpp"
+
+#include <algorithm>
+#include <boost/asio/awaitable.hpp>
+#include <cstdio>
+#include <thread>
+
+namespace fairpool_bench {
+
+std::unique_ptr<fairpool_design::pool_type> fairpool_design::make(asio::io_context& io, std::size_t size,
+                                                                  std::ostream* recorder) {
+    fairpool::pool_options o;
+    o.scheduler.max_slots = static_cast<std::uint32_t>(size);
+    o.scheduler.min_slots = static_cast<std::uint32_t>(size);
+    o.recorder = recorder;
+    auto next = std::make_shared<int>(0);
+    auto p = std::make_unique<pool_type>(io.get_executor(), o, [next]() -> asio::awaitable<connection> {
+        co_return connection{(*next)++};
+    });
+    io.restart();
+    io.run();  // prewarm: every slot spawned
+    io.restart();
+    return p;
+}
+
+std::vector<connection> make_connections(std::size_t n) {
+    std::vector<connection> v;
+    for (std::size_t i = 0; i < n; ++i) v.push_back(connection{static_cast<int>(i)});
+    return v;
+}
+
+void row(const std::string& scenario, const char* design, const char* metric, double value, const char* unit) {
+    std::printf("{\"scenario\": \"%s\", \"design\": \"%s\", \"metric\": \"%s\", \"value\": %.6g, \"unit\": \"%s\"}\n",
+                scenario.c_str(), design, metric, value, unit);
+    std::fflush(stdout);
+}
+
+double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    const std::size_t n = v.size();
+    return n == 0 ? 0.0 : (n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2);
+}
+
+double quantile_sorted(const std::vector<std::int64_t>& v, double q) {
+    if (v.empty()) return 0;
+    const auto i = static_cast<std::size_t>(q * static_cast<double>(v.size()));
+    return static_cast<double>(v[std::min(i, v.size() - 1)]);
+}
+
+void run_on(asio::io_context& io, int threads) {
+    std::vector<std::thread> extra;
+    for (int i = 1; i < threads; ++i) extra.emplace_back([&io] { io.run(); });
+    io.run();
+    for (auto& t : extra) t.join();
+}
+
+void spin_for(std::chrono::nanoseconds d) {
+    const auto until = clock_type::now() + d;
+    while (clock_type::now() < until) {
+    }
+}
+
+}  // namespace fairpool_bench

@@ -1,0 +1,101 @@
+// Contended runs: W coroutine workers, C cycles each, zero hold — the grid of the
+// public Rust pool benchmark, and the count of order inversions.
+#include <algorithm>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <cstdio>
+#include <cstdlib>
+
+#include "common.hpp"
+#include "scenarios.hpp"
+#include "workers.hpp"
+
+namespace fairpool_bench {
+namespace {
+
+template <class Design>
+void contended_once(std::size_t size, int workers, int cycles, int threads, counted_run& run) {
+    asio::io_context io(threads);
+    auto pool = Design::make(io, size);
+    using source_type = decltype(Design::source(*pool));
+    std::vector<source_type> sources;
+    sources.reserve(static_cast<std::size_t>(workers));
+    for (int w = 0; w < workers; ++w) sources.push_back(Design::source(*pool));
+    run.workers_left = workers;
+    for (auto& source : sources) asio::co_spawn(io, counted_worker(source, cycles, run), asio::detached);
+    run_on(io, threads);
+    if (run.errors.load() != 0 || run.completed.load() != run.waits.size()) {
+        std::fprintf(stderr, "%s: %d errors, %zu of %zu completed\n", Design::name, run.errors.load(),
+                     run.completed.load(), run.waits.size());
+        std::exit(1);
+    }
+}
+
+// Grants served while an earlier-ticketed request was still waiting.
+std::uint64_t count_inversions(const std::vector<std::uint64_t>& served) {
+    std::vector<bool> done(served.size(), false);
+    std::uint64_t lowest = 0, inversions = 0;
+    for (const std::uint64_t t : served) {
+        if (t > lowest) ++inversions;
+        done[t] = true;
+        while (lowest < served.size() && done[lowest]) ++lowest;
+    }
+    return inversions;
+}
+
+}  // namespace
+
+void scenario_grid(int reps, int cycles) {
+    for (const std::size_t size : {4, 8, 16})
+        for (const int workers : {4, 16, 64, 256}) {
+            const std::string name = "grid/size=" + std::to_string(size) + "/workers=" + std::to_string(workers);
+            std::fprintf(stderr, "%s: %d reps\n", name.c_str(), reps);
+            const std::size_t n = static_cast<std::size_t>(workers) * static_cast<std::size_t>(cycles);
+            std::vector<std::vector<double>> totals(design_count);
+            std::vector<std::vector<std::int64_t>> waits(design_count);
+            for (int r = 0; r < reps; ++r)
+                for_each_design([&](auto design, std::size_t d) {
+                    counted_run run(n);
+                    contended_once<decltype(design)>(size, workers, cycles, 2, run);
+                    totals[d].push_back(static_cast<double>(ns_between(run.start, run.end)) / 1000.0);
+                    waits[d].insert(waits[d].end(), run.waits.begin(), run.waits.end());
+                });
+            for_each_design([&](auto design, std::size_t d) {
+                auto& w = waits[d];
+                std::sort(w.begin(), w.end());
+                row(name, design.name, "total", median(totals[d]), "us");
+                row(name, design.name, "wait_p50", quantile_sorted(w, 0.5), "ns");
+                row(name, design.name, "wait_p99", quantile_sorted(w, 0.99), "ns");
+                row(name, design.name, "wait_p99.9", quantile_sorted(w, 0.999), "ns");
+                row(name, design.name, "wait_max", static_cast<double>(w.back()), "ns");
+            });
+        }
+}
+
+// On one io thread the arrival ticket order is the order the pool saw the requests and
+// the handler order is the order it served them, so the count is exact. On two threads
+// it also counts races between taking a ticket and reaching the pool, and between two
+// handlers starting on the two threads: an upper bound, for every design alike.
+void scenario_inversions(int reps, int cycles) {
+    for (const int threads : {1, 2}) {
+        const std::size_t size = 4;
+        const int workers = 64;
+        const std::string name = "inversions/threads=" + std::to_string(threads) + "/size=4/workers=64";
+        std::fprintf(stderr, "%s: %d reps\n", name.c_str(), reps);
+        const std::size_t n = static_cast<std::size_t>(workers) * static_cast<std::size_t>(cycles);
+        std::vector<std::uint64_t> inversions(design_count, 0), grants(design_count, 0);
+        for (int r = 0; r < reps; ++r)
+            for_each_design([&](auto design, std::size_t d) {
+                counted_run run(n);
+                contended_once<decltype(design)>(size, workers, cycles, threads, run);
+                inversions[d] += count_inversions(run.served);
+                grants[d] += n;
+            });
+        for_each_design([&](auto design, std::size_t d) {
+            row(name, design.name, "inversions_per_1000_grants",
+                1000.0 * static_cast<double>(inversions[d]) / static_cast<double>(grants[d]), "count");
+        });
+    }
+}
+
+}  // namespace fairpool_bench

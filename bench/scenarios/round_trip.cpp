@@ -1,0 +1,135 @@
+// Uncontended round trip, one thread, driven the way a server drives a pool: each
+// completion handler releases its lease and starts the next acquire (acquiring from
+// outside io_context::run() would miss Asio's per-thread recycling of operation memory
+// and count allocations no server sees). The blocking pool completes inline, so its
+// loop is unrolled instead of recursing. io_context::run() returns how many handlers
+// it ran: the tasks a design posts per cycle, its completion included.
+#include <boost/asio/post.hpp>
+#include <cstdio>
+#include <cstdlib>
+#include <ostream>
+#include <streambuf>
+
+#include "common.hpp"
+#include "scenarios.hpp"
+
+namespace fairpool_bench {
+namespace {
+
+struct round_trip_result {
+    double ns_per_cycle = 0;
+    double allocations_per_cycle = 0;
+    double handlers_per_cycle = 0;
+};
+
+template <class Source>
+class round_trip_loop {
+public:
+    round_trip_loop(Source& source, std::size_t cycles) : source_(source), cycles_(cycles) {}
+
+    void start() {
+        for (;;) {
+            in_call_ = true;
+            completed_inline_ = false;
+            source_.async_acquire([this](error_code ec, auto lease) { on_grant(ec, std::move(lease)); });
+            in_call_ = false;
+            if (!completed_inline_ || done_ == cycles_) return;
+        }
+    }
+    [[nodiscard]] std::size_t done() const noexcept { return done_; }
+
+private:
+    template <class Lease>
+    void on_grant(error_code ec, Lease lease) {
+        if (ec || !lease) {
+            std::fprintf(stderr, "round trip: acquire failed: %s\n", ec.message().c_str());
+            std::abort();
+        }
+        lease.release();
+        ++done_;
+        if (in_call_) completed_inline_ = true;  // start() goes on
+        else if (done_ < cycles_) start();
+    }
+
+    Source& source_;
+    std::size_t cycles_;
+    std::size_t done_ = 0;
+    bool in_call_ = false;
+    bool completed_inline_ = false;
+};
+
+template <class Source>
+round_trip_result measure_round_trip(asio::io_context& io, Source& source, std::size_t cycles, const char* name) {
+    const auto run_cycles = [&](std::size_t n) {
+        round_trip_loop<Source> loop(source, n);
+        io.restart();
+        asio::post(io, [&loop] { loop.start(); });
+        const std::size_t handlers = io.run() - 1;  // minus the post above
+        if (loop.done() != n) {
+            std::fprintf(stderr, "%s: %zu of %zu round trips\n", name, loop.done(), n);
+            std::abort();
+        }
+        return handlers;
+    };
+    run_cycles(1000);  // warm caches and recycling allocators
+    const std::uint64_t a0 = allocations();
+    const auto t0 = clock_type::now();
+    const std::size_t handlers = run_cycles(cycles);
+    const auto t1 = clock_type::now();
+    const std::uint64_t a1 = allocations();
+    const auto n = static_cast<double>(cycles);
+    return {static_cast<double>(ns_between(t0, t1)) / n, static_cast<double>(a1 - a0) / n,
+            static_cast<double>(handlers) / n};
+}
+
+template <class Design>
+round_trip_result round_trip_once(std::size_t cycles) {
+    asio::io_context io(1);
+    auto pool = Design::make(io, 1);
+    auto source = Design::source(*pool);
+    return measure_round_trip(io, source, cycles, Design::name);
+}
+
+// Swallows what it is given: the cost measured is formatting the trace, not the disk.
+struct discarding_buffer : std::streambuf {
+    int overflow(int c) override { return c; }
+    std::streamsize xsputn(const char*, std::streamsize n) override { return n; }
+};
+
+round_trip_result recording_round_trip_once(std::size_t cycles) {
+    discarding_buffer buffer;
+    std::ostream sink(&buffer);
+    asio::io_context io(1);
+    auto pool = fairpool_design::make(io, 1, &sink);
+    auto source = fairpool_design::source(*pool);
+    return measure_round_trip(io, source, cycles, "fairpool (recording)");
+}
+
+}  // namespace
+
+void scenario_round_trip(int reps, std::size_t cycles) {
+    std::fprintf(stderr, "round_trip: %d reps x %zu cycles per design\n", reps, cycles);
+    std::vector<std::vector<double>> ns(design_count), allocs(design_count), handlers(design_count);
+    std::vector<double> recording_ns, recording_allocs;
+    for (int r = 0; r < reps; ++r) {
+        for_each_design([&](auto design, std::size_t d) {
+            const auto result = round_trip_once<decltype(design)>(cycles);
+            ns[d].push_back(result.ns_per_cycle);
+            allocs[d].push_back(result.allocations_per_cycle);
+            handlers[d].push_back(result.handlers_per_cycle);
+        });
+        const auto recorded = recording_round_trip_once(cycles);
+        recording_ns.push_back(recorded.ns_per_cycle);
+        recording_allocs.push_back(recorded.allocations_per_cycle);
+    }
+    for_each_design([&](auto design, std::size_t d) {
+        row("round_trip", design.name, "ns_per_cycle", median(ns[d]), "ns");
+        row("round_trip", design.name, "allocs_per_cycle", median(allocs[d]), "count");
+        row("round_trip", design.name, "handlers_per_cycle", median(handlers[d]), "count");
+    });
+    row("round_trip/recording", "fairpool", "ns_per_cycle", median(recording_ns), "ns");
+    row("round_trip/recording", "fairpool", "allocs_per_cycle", median(recording_allocs), "count");
+    row("round_trip/recording", "fairpool", "overhead_vs_off", median(recording_ns) / median(ns[0]), "ratio");
+}
+
+}  // namespace fairpool_bench

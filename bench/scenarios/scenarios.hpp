@@ -1,0 +1,26 @@
+#pragma once
+// The side-by-side scenarios; each prints its rows (common.hpp: row()).
+#include <chrono>
+#include <cstddef>
+
+namespace fairpool_bench {
+
+// Uncontended acquire → completion → release, one thread: time, heap allocations and
+// handlers run per cycle; fairpool also with trace recording on.
+void scenario_round_trip(int reps, std::size_t cycles);
+
+// Pool size 4/8/16 × workers 4/16/64/256, 10 cycles each, 2 threads: total time and
+// per-acquire wait median, p99, p99.9, max.
+void scenario_grid(int reps, int cycles);
+
+// How often a later request was served before an earlier one.
+void scenario_inversions(int reps, int cycles);
+
+// HikariCP issue #2192: 4 workers, 2 resources, a fixed short hold, for `duration`:
+// mean, p99.9 and max wait, and max ÷ mean.
+void scenario_tail(int reps, std::chrono::milliseconds duration);
+
+// One greedy tenant with 20× the demand of 9 light ones: grants per tenant, Jain's index.
+void scenario_tenants(int reps, std::chrono::milliseconds duration);
+
+}  // namespace fairpool_bench

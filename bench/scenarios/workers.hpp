@@ -1,0 +1,125 @@
+#pragma once
+// The coroutine workers the contended scenarios spawn, one per simulated client.
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <cstdio>
+#include <cstdlib>
+#include <tuple>
+
+#include "common.hpp"
+
+namespace fairpool_bench {
+
+// Acquires through `source` (co_await for the asynchronous designs, a direct call for
+// the blocking one); an error leaves the lease empty.
+template <class Source>
+asio::awaitable<typename Source::lease_type> acquire_from(Source& source) {
+    error_code ec;
+    typename Source::lease_type lease;
+    if constexpr (blocking_source<Source>) lease = source.pool->acquire_blocking();
+    else std::tie(ec, lease) = co_await source.async_acquire(asio::as_tuple(asio::use_awaitable));
+    co_return lease;
+}
+
+// A fixed number of acquire → release cycles, zero hold: what the grid and the
+// inversion count measure.
+struct counted_run {
+    explicit counted_run(std::size_t n) : waits(n), served(n) {}
+    std::vector<std::int64_t> waits;    // per acquire, in service order
+    std::vector<std::uint64_t> served;  // arrival ticket of each acquire, in service order
+    std::atomic<std::uint64_t> arrivals{0};
+    std::atomic<std::size_t> completed{0};
+    std::atomic<int> errors{0};
+    std::atomic<int> workers_left{0};
+    std::atomic<bool> started{false};
+    clock_type::time_point start, end;
+};
+
+template <class Source>
+asio::awaitable<void> counted_worker(Source& source, int cycles, counted_run& run) {
+    if (!run.started.exchange(true)) run.start = clock_type::now();
+    for (int i = 0; i < cycles; ++i) {
+        const std::uint64_t ticket = run.arrivals.fetch_add(1);
+        const auto t0 = clock_type::now();
+        auto lease = co_await acquire_from(source);
+        const auto t1 = clock_type::now();
+        const std::size_t k = run.completed.fetch_add(1);
+        run.served[k] = ticket;
+        run.waits[k] = ns_between(t0, t1);
+        if (!lease) run.errors.fetch_add(1);
+        lease.release();
+    }
+    if (run.workers_left.fetch_sub(1) == 1) run.end = clock_type::now();
+}
+
+// Acquire → hold for `hold` (busy, never suspending) → release → yield, until `stop`;
+// on_grant(wait_ns, overtaken) after each grant, where `overtaken` counts the grants
+// (to any worker) made between this request's start and its own grant: unlike the
+// wait, it does not grow when the OS deschedules a thread, so it shows a pool's
+// unfairness even on a busy machine. The yield stands for a server's I/O between two
+// uses: without it a worker of the blocking pool, which never suspends, would keep its
+// thread.
+template <class Source, class OnGrant>
+asio::awaitable<void> timed_worker(Source& source, std::chrono::nanoseconds hold, const std::atomic<bool>& stop,
+                                   std::atomic<int>& errors, std::atomic<std::uint64_t>& grants, OnGrant on_grant) {
+    while (!stop.load(std::memory_order_relaxed)) {
+        const std::uint64_t g0 = grants.load();
+        const auto t0 = clock_type::now();
+        auto lease = co_await acquire_from(source);
+        if (!lease) {
+            errors.fetch_add(1);
+            co_return;
+        }
+        const auto t1 = clock_type::now();
+        on_grant(ns_between(t0, t1), grants.fetch_add(1) - g0);
+        spin_for(hold);
+        lease.release();
+        co_await asio::post(co_await asio::this_coro::executor, asio::use_awaitable);
+    }
+}
+
+// One pool of `size` for `duration`: source i (a handle for fairpool, the pool itself
+// for the baselines) runs workers_per_source[i] timed workers; on_grant(i, wait_ns,
+// overtaken) is
+// called from every thread. The asynchronous designs run on 2 threads; the blocking
+// pool gets one thread per worker, the only way it can be used (on 2 threads its
+// workers would never find each other waiting).
+template <class Design, class OnGrant>
+void timed_run(std::size_t size, const std::vector<int>& workers_per_source, std::chrono::nanoseconds hold,
+               std::chrono::milliseconds duration, OnGrant on_grant) {
+    using source_type = decltype(Design::source(std::declval<typename Design::pool_type&>()));
+    int workers = 0;
+    for (const int w : workers_per_source) workers += w;
+    const int threads = blocking_source<source_type> ? workers : 2;
+    asio::io_context io(threads);
+    auto pool = Design::make(io, size);
+    std::vector<source_type> sources;
+    sources.reserve(workers_per_source.size());
+    for (std::size_t i = 0; i < workers_per_source.size(); ++i) sources.push_back(Design::source(*pool));
+    std::atomic<bool> stop{false};
+    std::atomic<int> errors{0};
+    std::atomic<std::uint64_t> grants{0};
+    for (std::size_t i = 0; i < sources.size(); ++i)
+        for (int w = 0; w < workers_per_source[i]; ++w)
+            asio::co_spawn(io,
+                           timed_worker(sources[i], hold, stop, errors, grants,
+                                        [&on_grant, i](std::int64_t wait, std::uint64_t overtaken) {
+                                            on_grant(i, wait, overtaken);
+                                        }),
+                           asio::detached);
+    asio::steady_timer timer(io, duration);
+    timer.async_wait([&stop](error_code) { stop = true; });
+    run_on(io, threads);
+    if (errors.load() != 0) {
+        std::fprintf(stderr, "%s: %d errors\n", Design::name, errors.load());
+        std::exit(1);
+    }
+}
+
+}  // namespace fairpool_bench
