@@ -31,7 +31,8 @@ public:
         for (;;) {
             in_call_ = true;
             completed_inline_ = false;
-            source_.async_acquire([this](error_code ec, auto lease) { on_grant(ec, std::move(lease)); });
+            // this->: clang 14 calls the capture unused without it (llvm/llvm-project#81243)
+            source_.async_acquire([this](error_code ec, auto lease) { this->on_grant(ec, std::move(lease)); });
             in_call_ = false;
             if (!completed_inline_ || done_ == cycles_) return;
         }

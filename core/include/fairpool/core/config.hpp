@@ -39,7 +39,7 @@ inline constexpr std::uint64_t max_waiters_limit = 1'000'000;
 inline constexpr std::uint64_t max_weight = 65535;
 
 // Empty when valid; otherwise "FIELD: why" naming the first bad field.
-[[nodiscard]] std::optional<std::string> validate(const config& c);
+[[nodiscard]] std::optional<std::string> validate(const config& input);
 
 // Thrown by constructors given an invalid configuration.
 class config_error : public std::invalid_argument {

@@ -64,8 +64,8 @@ private:
         detail::list_ends waiters;  // FIFO, links in handle_links_
     };
 
-    event_error validate(const event& e) const noexcept;
-    event_error validate_slot(const event& e, slot_state needed, event_error otherwise) const noexcept;
+    [[nodiscard]] event_error validate(const event& e) const noexcept;
+    [[nodiscard]] event_error validate_slot(const event& e, slot_state needed, event_error otherwise) const noexcept;
 
     // Section 5, step 2.
     void expire(effect_sink& sink);
@@ -90,7 +90,7 @@ private:
 
     // Waiters and handles.
     void enqueue(const event& e, nanos deadline);
-    std::uint32_t next_waiter() const noexcept;
+    [[nodiscard]] std::uint32_t next_waiter() const noexcept;
     void grant_queued(std::uint32_t waiter, effect_sink& sink);
     void reject_queued(std::uint32_t waiter, reject_reason why, effect_sink& sink);
     void remove_waiter(std::uint32_t waiter) noexcept;
@@ -110,7 +110,7 @@ private:
     [[nodiscard]] std::uint64_t count(slot_state s) const noexcept;
     [[nodiscard]] std::uint64_t live() const noexcept;
 
-    void emit(effect_sink& sink, const effect& f);
+    static void emit(effect_sink& sink, const effect& f);
 
     config config_;
     bool started_ = false;

@@ -11,7 +11,8 @@ namespace fairpool::core {
 // Bucket 0 holds waits of 0 ns; bucket i > 0 holds waits in [2^(i-1), 2^i) ns.
 inline constexpr int wait_histogram_buckets = 65;
 
-[[nodiscard]] constexpr int wait_bucket(nanos wait) noexcept { return std::bit_width(wait); }
+// (libstdc++ 12's bit_width returns the argument's type, not int: at most 64 here.)
+[[nodiscard]] constexpr int wait_bucket(nanos wait) noexcept { return static_cast<int>(std::bit_width(wait)); }
 
 struct stats {
     std::uint64_t acquires = 0;  // valid acquire events, whatever their outcome

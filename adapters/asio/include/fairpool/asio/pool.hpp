@@ -115,7 +115,7 @@ public:
 private:
     friend class handle<Resource>;
 
-    detail::pool_state<Resource>* state() const noexcept { return owner_->state.get(); }
+    [[nodiscard]] detail::pool_state<Resource>* state() const noexcept { return owner_->state.get(); }
 
     template <class Token>
     auto initiate(core::nanos deadline, Token&& token) {

@@ -45,7 +45,7 @@ public:
     T& operator[](std::size_t i) noexcept { return items_[i]; }
     const T& operator[](std::size_t i) const noexcept { return items_[i]; }
     T& front() noexcept { return items_.front(); }
-    const T& front() const noexcept { return items_.front(); }
+    [[nodiscard]] const T& front() const noexcept { return items_.front(); }
     T& back() noexcept { return items_.back(); }
     auto begin() noexcept { return items_.begin(); }
     auto end() noexcept { return items_.end(); }

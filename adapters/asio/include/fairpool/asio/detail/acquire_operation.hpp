@@ -151,7 +151,7 @@ private:
         }
 
         using allocator_type = typename typed_acquire_operation::allocator_type;
-        allocator_type get_allocator() const noexcept {
+        [[nodiscard]] allocator_type get_allocator() const noexcept {
             return boost::asio::get_associated_allocator(op->handler_, boost::asio::recycling_allocator<void>());
         }
 

@@ -83,8 +83,8 @@ public:
           limit_(static_cast<std::uint32_t>(options_.scheduler.max_waiters) + options_.mailbox_capacity),
           acquires_(limit_),
           slot_commands_(static_cast<std::size_t>(options_.scheduler.max_slots)),
-          cancels_(2 * limit_),
-          deregisters_(2 * limit_),
+          cancels_(2 * std::size_t{limit_}),
+          deregisters_(2 * std::size_t{limit_}),
           operations_(limit_),
           resources_(options_.scheduler.max_slots),
           create_(std::move(create)),
@@ -232,10 +232,18 @@ private:
         boost::asio::post(strand_, std::forward<F>(f));
     }
 
-    void wake() {
+    // Wake-ups are coalesced: once raise() said so, this post is the only one that will
+    // drain the command just pushed. If it cannot be made (posting allocates), the pool
+    // could never drain again, and the caller could not take its command back: fatal on
+    // every path, like a broken invariant (and the noexcept release path needs it so).
+    void wake() noexcept {
         if (!wake_.raise()) return;
         drains_posted_.fetch_add(1, std::memory_order_relaxed);
-        post_to_actor([self = this->shared_from_this()] { self->drain(); });
+        try {
+            post_to_actor([self = this->shared_from_this()] { self->drain(); });
+        } catch (...) {
+            core::detail::assertion_failed("a drain could be posted to the actor", __FILE__, __LINE__);
+        }
     }
 
     // --- The actor ------------------------------------------------------------------
@@ -273,7 +281,7 @@ private:
         });
     }
 
-    core::event slot_event(const slot_command& c) const {
+    [[nodiscard]] core::event slot_event(const slot_command& c) const {
         if (c.kind == core::event_kind::release) return core::event::release(drain_now_, c.slot, c.lease, c.outcome);
         return core::event::of_slot(c.kind, drain_now_, c.slot);
     }

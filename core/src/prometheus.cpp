@@ -1,0 +1,184 @@
+// core::stats in the Prometheus text exposition format 0.0.4.
+// https://prometheus.io/docs/instrumenting/exposition_formats/
+#include "fairpool/core/prometheus.hpp"
+
+#include <array>
+#include <charconv>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+
+namespace fairpool::core {
+
+namespace {
+
+// The histogram's le bounds: core bucket i holds waits in [2^(i-1), 2^i) ns, so the
+// cumulative count up to bucket i is exactly the number of waits <= 2^i - 1 ns. Exposed:
+// i = 0 (le="0": granted without waiting) and i = 10..36 (about 1 us to 69 s), a
+// fixed set so that a series never appears or vanishes between scrapes.
+constexpr int first_fine_bucket = 10;
+constexpr int last_fine_bucket = 36;
+
+void append_u64(std::string& out, std::uint64_t value) {
+    char buffer[24];
+    const auto result = std::to_chars(buffer, buffer + sizeof buffer, value);
+    out.append(buffer, result.ptr);
+}
+
+// `ns` nanoseconds as seconds, exact: integer part, then up to nine decimals without
+// trailing zeros (1023 ns -> 0.000001023).
+void append_seconds_exact(std::string& out, std::uint64_t ns) {
+    append_u64(out, ns / 1'000'000'000);
+    std::uint64_t fraction = ns % 1'000'000'000;
+    if (fraction == 0) return;
+    char digits[9];
+    for (int i = 8; i >= 0; --i, fraction /= 10) digits[i] = static_cast<char>('0' + fraction % 10);
+    int length = 9;
+    while (digits[length - 1] == '0') --length;
+    out += '.';
+    out.append(digits, static_cast<std::size_t>(length));
+}
+
+void append_double(std::string& out, double value) {
+    char buffer[32];
+    const auto result = std::to_chars(buffer, buffer + sizeof buffer, value);
+    out.append(buffer, result.ptr);
+}
+
+// Label values escape backslash, double quote and line feed (format 0.0.4).
+void append_label_value(std::string& out, std::string_view value) {
+    for (const char c : value) {
+        if (c == '\\') out += "\\\\";
+        else if (c == '"') out += "\\\"";
+        else if (c == '\n') out += "\\n";
+        else out += c;
+    }
+}
+
+void append_family(std::string& out, std::string_view name, std::string_view type, std::string_view help) {
+    out.append("# HELP ").append(name).append(" ").append(help).append("\n");
+    out.append("# TYPE ").append(name).append(" ").append(type).append("\n");
+}
+
+// name{pool="label"[,key="value"]} — the value follows.
+void append_series(std::string& out, std::string_view name, std::string_view pool, std::string_view key = {},
+                   std::string_view value = {}) {
+    out.append(name).append("{pool=\"");
+    append_label_value(out, pool);
+    out += '"';
+    if (!key.empty()) {
+        out.append(",").append(key).append("=\"");
+        append_label_value(out, value);
+        out += '"';
+    }
+    out += "} ";
+}
+
+void append_sample(std::string& out, std::string_view name, std::string_view pool, std::uint64_t value,
+                   std::string_view key = {}, std::string_view label = {}) {
+    append_series(out, name, pool, key, label);
+    append_u64(out, value);
+    out += '\n';
+}
+
+// One family whose samples are indexed by an enum: every enumerator, zeros included.
+template <typename Enum, std::size_t N>
+void append_by_enum(std::string& out, std::span<const prometheus_pool> pools, std::string_view name,
+                    std::string_view type, std::string_view help, std::string_view key,
+                    std::array<std::uint64_t, N> stats::*member) {
+    append_family(out, name, type, help);
+    for (const auto& pool : pools)
+        for (std::size_t i = 0; i < N; ++i)
+            append_sample(out, name, pool.label, (pool.values->*member)[i], key, to_string(static_cast<Enum>(i)));
+}
+
+void append_scalar(std::string& out, std::span<const prometheus_pool> pools, std::string_view name,
+                   std::string_view type, std::string_view help, std::uint64_t stats::*member) {
+    append_family(out, name, type, help);
+    for (const auto& pool : pools) append_sample(out, name, pool.label, pool.values->*member);
+}
+
+// The histogram keeps no sum of waits; _sum counts each wait at the middle of its
+// bucket, [2^(i-1), 2^i - 1] ns, so it is within a factor of 1.5 of the true sum and,
+// like a true sum, never decreases while the counts grow.
+double estimated_wait_sum_seconds(const stats& s) {
+    double sum_ns = 0;
+    for (int i = 1; i < wait_histogram_buckets; ++i) {
+        const double low = std::ldexp(1.0, i - 1);
+        const double high = std::ldexp(1.0, i) - 1;
+        sum_ns += static_cast<double>(s.wait_histogram[static_cast<std::size_t>(i)]) * ((low + high) / 2);
+    }
+    return sum_ns / 1e9;
+}
+
+void append_wait_histogram(std::string& out, std::span<const prometheus_pool> pools) {
+    constexpr std::string_view name = "fairpool_acquire_wait_seconds";
+    append_family(out, name, "histogram",
+                  "Time from acquire to grant, immediate grants included (_sum is estimated from the buckets).");
+    for (const auto& pool : pools) {
+        const stats& s = *pool.values;
+        std::uint64_t cumulative = 0;
+        auto bucket = [&](std::string_view le) {
+            append_series(out, "fairpool_acquire_wait_seconds_bucket", pool.label, "le", le);
+            append_u64(out, cumulative);
+            out += '\n';
+        };
+        std::string le;
+        for (int i = 0; i < wait_histogram_buckets; ++i) {
+            cumulative += s.wait_histogram[static_cast<std::size_t>(i)];
+            if (i != 0 && (i < first_fine_bucket || i > last_fine_bucket)) continue;
+            le.clear();
+            append_seconds_exact(le, i == 0 ? 0 : (std::uint64_t{1} << i) - 1);
+            bucket(le);
+        }
+        bucket("+Inf");
+        append_series(out, "fairpool_acquire_wait_seconds_sum", pool.label);
+        append_double(out, estimated_wait_sum_seconds(s));
+        out += '\n';
+        append_sample(out, "fairpool_acquire_wait_seconds_count", pool.label, cumulative);
+    }
+}
+
+}  // namespace
+
+void append_prometheus_text(std::string& out, std::span<const prometheus_pool> pools) {
+    append_scalar(out, pools, "fairpool_acquires_total", "counter",
+                  "Valid acquire requests, whatever their outcome.", &stats::acquires);
+
+    append_family(out, "fairpool_grants_total", "counter",
+                  "Acquires granted a resource, at once (immediate) or after queueing (after_wait).");
+    for (const auto& pool : pools) {
+        append_sample(out, "fairpool_grants_total", pool.label, pool.values->grants_immediate, "kind", "immediate");
+        append_sample(out, "fairpool_grants_total", pool.label, pool.values->grants_after_wait, "kind", "after_wait");
+    }
+
+    append_by_enum<reject_reason>(out, pools, "fairpool_rejections_total", "counter",
+                                  "Acquires rejected, by reason.", "reason", &stats::rejections);
+    append_scalar(out, pools, "fairpool_spawns_total", "counter", "Resources the pool asked to create.",
+                  &stats::spawns);
+    append_scalar(out, pools, "fairpool_spawn_failures_total", "counter", "Resource creations that failed.",
+                  &stats::spawn_failures);
+    append_by_enum<retire_reason>(out, pools, "fairpool_retirements_total", "counter", "Resources retired, by reason.",
+                                  "reason", &stats::retirements);
+    append_scalar(out, pools, "fairpool_leaks_suspected_total", "counter",
+                  "Leases held longer than leak_threshold (each reported once).", &stats::leaks_suspected);
+    append_by_enum<slot_state>(out, pools, "fairpool_slots", "gauge", "Slots by state.", "state", &stats::slots);
+    append_scalar(out, pools, "fairpool_waiters", "gauge", "Acquires queued, waiting for a resource.",
+                  &stats::queued_waiters);
+    append_scalar(out, pools, "fairpool_active_handles", "gauge", "Handles with at least one queued waiter.",
+                  &stats::active_handles);
+    append_wait_histogram(out, pools);
+}
+
+void append_prometheus_text(std::string& out, const stats& s, std::string_view pool_label) {
+    const prometheus_pool pool{&s, pool_label};
+    append_prometheus_text(out, std::span<const prometheus_pool>(&pool, 1));
+}
+
+std::string prometheus_text(const stats& s, std::string_view pool_label) {
+    std::string out;
+    append_prometheus_text(out, s, pool_label);
+    return out;
+}
+
+}  // namespace fairpool::core

@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# Installs a fairpool build and builds tests/consumers/consumer.cpp against it three ways.
+#
+#   check.sh SOURCE_ROOT BUILD_DIR PREFIX LIBDIR SCRATCH
+#
+# 1. meson install into SCRATCH/stage (DESTDIR), and a look at what landed;
+# 2. CMake: find_package(fairpool 0.1 REQUIRED) with CMAKE_PREFIX_PATH=stage/PREFIX;
+# 3. pkg-config: g++ with `pkg-config --cflags --libs fairpool`, the .pc read from the
+#    stage (PKG_CONFIG_SYSROOT_DIR prefixes its paths with the stage);
+# 4. Meson: a project whose subprojects/fairpool is a link to SOURCE_ROOT,
+#    dependency('fairpool') forced to the fallback.
+# Each consumer is run and must exit 0. Prints every command; exits 1 on any failure.
+set -Eeuo pipefail
+[ $# -eq 5 ] || { echo "usage: $0 SOURCE_ROOT BUILD_DIR PREFIX LIBDIR SCRATCH" >&2; exit 2; }
+src=$1 build=$2 prefix=$3 libdir=$4 scratch=$5
+jobs=${FAIRPOOL_CONSUMER_JOBS:-2}
+
+run() { echo "+ $*"; "$@"; }
+run_logged() {  # run_logged LOG COMMAND...: the output goes to LOG, shown on failure
+  local log=$1; shift
+  echo "+ $* >$log"
+  "$@" >"$log" 2>&1 || { tail -60 "$log"; fail "$*"; }
+}
+fail() { echo "FAILED: $*"; exit 1; }
+trap 'echo "FAILED at line $LINENO: $BASH_COMMAND"' ERR
+
+rm -rf "$scratch"
+mkdir -p "$scratch"
+stage=$scratch/stage
+root=$stage$prefix
+case $libdir in /*) lib=$stage$libdir ;; *) lib=$root/$libdir ;; esac
+
+echo "== install: $build into DESTDIR=$stage (prefix $prefix)"
+run meson install -C "$build" --no-rebuild --quiet --destdir "$stage"
+for f in "$root/include/fairpool/core/scheduler.hpp" "$root/include/fairpool/core/prometheus.hpp" \
+         "$root/include/fairpool/trace/trace.hpp" "$root/include/fairpool/asio/pool.hpp" \
+         "$root/include/fairpool/asio/detail/pool_state.hpp" "$lib/libfairpool.a" \
+         "$lib/pkgconfig/fairpool.pc" "$lib/cmake/fairpool/fairpoolConfig.cmake" \
+         "$lib/cmake/fairpool/fairpoolConfigVersion.cmake" \
+         "$root/bin/fairpool-replay" "$root/bin/fairpool-sim"; do
+  [ -e "$f" ] || fail "not installed: ${f#"$stage"}"
+done
+echo "installed: $(cd "$stage" && find . -type f | wc -l) files"
+goldens=("$src"/tests/traces/golden/*.trace)
+golden=${goldens[0]}
+run "$root/bin/fairpool-replay" --check "$golden"
+run "$root/bin/fairpool-sim" --seed 1 --events 200 --quiet
+
+echo "== CMake: find_package(fairpool 0.1 REQUIRED)"
+run_logged "$scratch/cmake.log" cmake -S "$src/tests/consumers/cmake" -B "$scratch/cmake" \
+  -DCMAKE_PREFIX_PATH="$root" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS="-Wall -Wextra -Wpedantic -Werror"
+grep "fairpool" "$scratch/cmake/CMakeCache.txt" | grep -m1 "^fairpool_DIR" || fail "fairpool_DIR not set"
+run cmake --build "$scratch/cmake" -j "$jobs"
+run "$scratch/cmake/consumer"
+# The version file: before 1.0 another minor version is not compatible.
+for wrong in 0.2 1.0; do
+  echo "+ cmake ... -DFAIRPOOL_REQUEST=$wrong (must fail)"
+  if cmake -S "$src/tests/consumers/cmake" -B "$scratch/cmake-$wrong" -DCMAKE_PREFIX_PATH="$root" \
+       -DFAIRPOOL_REQUEST="$wrong" >"$scratch/cmake-$wrong.log" 2>&1; then
+    fail "find_package(fairpool $wrong) accepted version 0.1.0"
+  fi
+  grep -q "fairpoolConfig.cmake, version: 0.1.0" "$scratch/cmake-$wrong.log" \
+    || { cat "$scratch/cmake-$wrong.log"; fail "find_package(fairpool $wrong) failed for another reason"; }
+done
+
+echo "== pkg-config: g++ \$(pkg-config --cflags --libs fairpool)"
+export PKG_CONFIG_LIBDIR=$lib/pkgconfig PKG_CONFIG_SYSROOT_DIR=$stage
+run pkg-config --modversion fairpool
+cflags=$(pkg-config --cflags fairpool)
+libs=$(pkg-config --libs fairpool)
+echo "cflags: $cflags"
+echo "libs: $libs"
+# shellcheck disable=SC2086 # the flags are words
+run g++ -std=c++20 -O1 -Wall -Wextra -Wpedantic -Werror $cflags "$src/tests/consumers/consumer.cpp" \
+    -o "$scratch/pkg-config-consumer" $libs
+unset PKG_CONFIG_LIBDIR PKG_CONFIG_SYSROOT_DIR
+run "$scratch/pkg-config-consumer"
+
+echo "== Meson: dependency('fairpool') from subprojects/fairpool"
+project=$scratch/meson-project
+mkdir -p "$project/subprojects"
+cp "$src/tests/consumers/meson/meson.build" "$src/tests/consumers/consumer.cpp" "$project/"
+ln -s "$src" "$project/subprojects/fairpool"
+# The link points back at the tree holding this scratch directory: remove it on the way
+# out, so that nothing walking the tree meets a cycle.
+trap 'rm -f "$project/subprojects/fairpool"' EXIT
+run_logged "$scratch/meson-setup.log" meson setup "$scratch/meson-build" "$project" --wrap-mode=nodownload \
+  --force-fallback-for=fairpool
+grep "Dependency fairpool found: YES .*(overridden)" "$scratch/meson-setup.log" \
+  || fail "the consumer did not take fairpool from its subproject"
+# As a subproject fairpool builds its three libraries and nothing else (no tests, tools).
+grep "^fairpool| Build targets in project: 3$" "$scratch/meson-setup.log" \
+  || fail "the subproject builds more than core, trace and the adapter"
+run_logged "$scratch/meson-build.log" ninja -C "$scratch/meson-build" -j "$jobs"
+run "$scratch/meson-build/consumer"
+
+trap - ERR
+echo "consumers: all three built and ran"

@@ -1,0 +1,181 @@
+#include "fixture.hpp"
+
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/use_future.hpp>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <sstream>
+#include <stdexcept>
+
+extern char** environ;
+
+namespace fairpool::demo::testing {
+
+namespace asio = boost::asio;
+using asio::ip::tcp;
+
+std::uint16_t free_port() {
+    asio::io_context io;
+    tcp::acceptor a(io, tcp::endpoint(asio::ip::address_v4::loopback(), 0));
+    return a.local_endpoint().port();
+}
+
+std::string redis_server_path() {
+    const char* p = std::getenv("FAIRPOOL_REDIS_SERVER");
+    return p ? p : "";
+}
+
+redis_process::redis_process(std::string path) : path_(std::move(path)), port_(free_port()) { start(); }
+
+tcp::endpoint redis_process::endpoint() const { return {asio::ip::address_v4::loopback(), port_}; }
+
+void redis_process::start() {
+    const std::string port = std::to_string(port_);
+    std::vector<std::string> args = {path_,   "--port",       port, "--bind", "127.0.0.1", "--save", "",
+                                     "--appendonly", "no", "--daemonize", "no", "--loglevel", "warning"};
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+    const int rc = posix_spawn(&pid_, path_.c_str(), &actions, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&actions);
+    if (rc != 0) throw std::runtime_error("cannot start " + path_ + ": " + std::strerror(rc));
+    // Ready once it answers PING.
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    for (;;) {
+        try {
+            client c(port_, std::chrono::seconds(1));
+            if (c.call({"PING"}).text == "PONG") return;
+        } catch (const std::exception&) {
+        }
+        if (std::chrono::steady_clock::now() >= until) throw std::runtime_error("redis-server did not come up");
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+}
+
+void redis_process::stop() {
+    if (pid_ <= 0) return;
+    ::kill(pid_, SIGKILL);
+    int status = 0;
+    ::waitpid(pid_, &status, 0);
+    pid_ = -1;
+}
+
+client::client(std::uint16_t port, std::chrono::milliseconds timeout) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    if (fd_ < 0) throw std::runtime_error("socket");
+    timeval tv{};
+    tv.tv_sec = static_cast<time_t>(timeout.count() / 1000);
+    tv.tv_usec = static_cast<suseconds_t>((timeout.count() % 1000) * 1000);
+    ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    const int one = 1;
+    ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(port);
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+        const int e = errno;
+        close();
+        throw std::runtime_error(std::string("connect: ") + std::strerror(e));
+    }
+}
+
+void client::close() {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+}
+
+void client::send(const std::vector<std::string>& args) { send_raw(resp::command(args)); }
+
+void client::send_raw(const std::string& bytes) {
+    std::size_t done = 0;
+    while (done < bytes.size()) {
+        const ssize_t n = ::send(fd_, bytes.data() + done, bytes.size() - done, MSG_NOSIGNAL);
+        if (n <= 0) throw std::runtime_error("send failed");
+        done += static_cast<std::size_t>(n);
+    }
+}
+
+std::optional<resp::value> client::receive() {
+    std::array<char, 4096> chunk;
+    for (;;) {
+        auto parsed = resp::parse(buffer_, {1024 * 1024, 1024 * 1024, 8});
+        if (parsed.status == resp::parse_status::complete) {
+            buffer_.erase(0, parsed.length);
+            return std::move(parsed.frame);
+        }
+        if (parsed.status != resp::parse_status::incomplete) throw std::runtime_error("malformed reply");
+        const ssize_t n = ::recv(fd_, chunk.data(), chunk.size(), 0);
+        if (n == 0) return std::nullopt;
+        if (n < 0) {
+            if (errno == ECONNRESET) return std::nullopt;
+            throw std::runtime_error(errno == EAGAIN ? "no reply within the client's timeout" : "recv failed");
+        }
+        buffer_.append(chunk.data(), static_cast<std::size_t>(n));
+    }
+}
+
+resp::value client::call(const std::vector<std::string>& args) {
+    send(args);
+    auto reply = receive();
+    if (!reply) throw std::runtime_error("connection closed instead of a reply");
+    return std::move(*reply);
+}
+
+std::vector<client_info> client_list(client& admin) {
+    const auto list = admin.call({"CLIENT", "LIST"});
+    std::vector<client_info> out;
+    std::istringstream lines(list.text);
+    for (std::string line; std::getline(lines, line);) {
+        client_info info;
+        std::istringstream fields(line);
+        for (std::string field; fields >> field;) {
+            if (field.starts_with("id=")) info.id = std::stoll(field.substr(3));
+            if (field.starts_with("cmd=")) info.cmd = field.substr(4);
+        }
+        if (info.id) out.push_back(info);
+    }
+    return out;
+}
+
+proxy_options test_options(tcp::endpoint backend) {
+    proxy_options o;
+    o.backend = backend;
+    o.pool.scheduler.max_slots = 4;
+    o.pool.scheduler.min_slots = 1;
+    o.pool.scheduler.spawn_backoff_initial = 50'000'000;
+    o.pool.scheduler.spawn_backoff_max = 400'000'000;
+    o.request_timeout = std::chrono::milliseconds(1000);
+    o.connect_timeout = std::chrono::milliseconds(500);
+    return o;
+}
+
+proxy_harness::proxy_harness(proxy_options options)
+    : proxy_(std::make_unique<proxy_server>(io_.get_executor(), std::move(options))),
+      thread_([this] { io_.run(); }) {}
+
+fairpool::close_report proxy_harness::close(std::chrono::milliseconds grace) {
+    if (!report_) {
+        report_ = asio::co_spawn(io_, proxy_->close(grace), asio::use_future).get();
+        thread_.join();  // io_.run() returns: nothing is left to do once the pool closed
+    }
+    return *report_;
+}
+
+proxy_harness::~proxy_harness() { close(); }
+
+}  // namespace fairpool::demo::testing

@@ -1,0 +1,110 @@
+// The proxy's own answers and limits, and the RESP parser, against the embedded backend.
+#include <gtest/gtest.h>
+
+#include "embedded_backend.hpp"
+#include "fixture.hpp"
+
+namespace fairpool::demo::testing {
+namespace {
+
+TEST(resp, parses_a_command_and_refuses_what_is_over_the_limits) {
+    const std::string cmd = resp::command({"SET", "k", "v"});
+    EXPECT_EQ(cmd, "*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nv\r\n");
+    const auto whole = resp::parse(cmd);
+    ASSERT_EQ(whole.status, resp::parse_status::complete);
+    EXPECT_EQ(whole.length, cmd.size());
+    EXPECT_EQ(resp::arguments(whole.frame), (std::vector<std::string>{"SET", "k", "v"}));
+    EXPECT_EQ(resp::parse(cmd.substr(0, cmd.size() - 1)).status, resp::parse_status::incomplete);
+    EXPECT_EQ(resp::parse("$2\r\nabcd\r\n").status, resp::parse_status::malformed);
+    EXPECT_EQ(resp::parse("?x\r\n").status, resp::parse_status::malformed);
+    EXPECT_EQ(resp::parse("$100000\r\n", {1024, 16, 2}).status, resp::parse_status::too_large);
+    EXPECT_EQ(resp::parse("*17\r\n", {1024, 16, 2}).status, resp::parse_status::too_large);
+    EXPECT_EQ(resp::parse("*1\r\n*1\r\n*1\r\n:1\r\n", {1024, 16, 2}).status, resp::parse_status::too_large);
+    EXPECT_EQ(resp::parse(std::string(2000, 'x'), {1024, 16, 2}).status, resp::parse_status::too_large);
+    const auto n = resp::parse(":-42\r\n");
+    EXPECT_EQ(n.frame.type, resp::type::integer);
+    EXPECT_EQ(n.frame.integer, -42);
+    EXPECT_EQ(resp::parse("$-1\r\n").frame.type, resp::type::null);
+}
+
+TEST(embedded, proxy_relays_the_supported_commands) {
+    embedded_backend backend;
+    proxy_harness proxy(test_options(backend.endpoint()));
+    client cl(proxy.port());
+    EXPECT_EQ(cl.call({"PING"}).text, "PONG");
+    EXPECT_EQ(cl.call({"CLIENT", "SETNAME", "alice"}).text, "OK");
+    EXPECT_EQ(cl.call({"SET", "k", "v"}).text, "OK");
+    EXPECT_EQ(cl.call({"GET", "k"}).text, "v");
+    EXPECT_EQ(cl.call({"INCR", "n"}).integer, 1);
+    EXPECT_EQ(cl.call({"INCR", "n"}).integer, 2);
+    EXPECT_EQ(cl.call({"DEL", "k", "n"}).integer, 2);
+    EXPECT_EQ(cl.call({"GET", "k"}).type, resp::type::null);
+    EXPECT_EQ(cl.call({"CLIENT", "ID"}).type, resp::type::integer);
+    EXPECT_EQ(cl.call({"QUIT"}).text, "OK");
+    EXPECT_FALSE(cl.receive());
+}
+
+TEST(embedded, unsupported_commands_and_bad_tenant_names_get_errors) {
+    embedded_backend backend;
+    proxy_harness proxy(test_options(backend.endpoint()));
+    client cl(proxy.port());
+    const auto flush = cl.call({"FLUSHALL"});
+    EXPECT_EQ(flush.type, resp::type::error);
+    EXPECT_EQ(flush.text, "ERR unknown or unsupported command 'FLUSHALL'");
+    EXPECT_EQ(cl.call({"CLIENT", "SETNAME", "no spaces"}).type, resp::type::error);
+    EXPECT_EQ(cl.call({"CLIENT", "SETNAME", std::string(65, 'a')}).type, resp::type::error);
+    EXPECT_EQ(cl.call({"PING"}).text, "PONG");  // the connection is still fine
+}
+
+TEST(embedded, oversized_and_malformed_requests_are_answered_then_closed) {
+    embedded_backend backend;
+    auto options = test_options(backend.endpoint());
+    options.max_request_bytes = 1024;
+    proxy_harness proxy(options);
+    client big(proxy.port());
+    const auto reply = big.call({"SET", "k", std::string(4096, 'x')});
+    EXPECT_EQ(reply.text, "ERR request too large");
+    EXPECT_FALSE(big.receive());
+    client garbage(proxy.port());
+    garbage.send_raw("hello\r\n");
+    const auto r = garbage.receive();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->text, "ERR protocol error");
+    EXPECT_FALSE(garbage.receive());
+}
+
+TEST(embedded, clients_beyond_max_clients_are_refused) {
+    embedded_backend backend;
+    auto options = test_options(backend.endpoint());
+    options.max_clients = 2;
+    proxy_harness proxy(options);
+    client a(proxy.port()), b(proxy.port());
+    EXPECT_EQ(a.call({"PING"}).text, "PONG");
+    EXPECT_EQ(b.call({"PING"}).text, "PONG");
+    client c(proxy.port());
+    const auto refused = c.receive();
+    ASSERT_TRUE(refused);
+    EXPECT_EQ(refused->text, "ERR max number of clients reached");
+    EXPECT_EQ(proxy.proxy().totals().clients_refused, 1u);
+}
+
+TEST(embedded, backend_latency_past_the_request_timeout_gives_a_timeout_and_a_fresh_connection) {
+    embedded_backend_options slow;
+    slow.latency = std::chrono::milliseconds(200);
+    embedded_backend backend(slow);
+    auto options = test_options(backend.endpoint());
+    options.pool.scheduler.max_slots = 1;
+    options.request_timeout = std::chrono::milliseconds(100);
+    options.connect_timeout = std::chrono::seconds(5);  // the handshake takes two latencies
+    proxy_harness proxy(options);
+    ASSERT_TRUE(eventually([&] { return proxy.proxy().pool_stats().slots[static_cast<int>(core::slot_state::idle)] == 1; }));
+    client cl(proxy.port());
+    EXPECT_EQ(cl.call({"PING"}).text, "ERR timeout");
+    EXPECT_EQ(proxy.proxy().totals().cut_by_timeout, 1u);
+    EXPECT_TRUE(eventually([&] {
+        return proxy.proxy().pool_stats().retirements[static_cast<int>(core::retire_reason::dirty)] == 1;
+    }));
+}
+
+}  // namespace
+}  // namespace fairpool::demo::testing

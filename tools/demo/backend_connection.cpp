@@ -1,0 +1,93 @@
+#include "backend_connection.hpp"
+
+#include <array>
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/connect.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+#include <stdexcept>
+#include <variant>
+
+namespace fairpool::demo {
+
+namespace asio = boost::asio;
+using asio::ip::tcp;
+
+namespace {
+
+constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
+
+}  // namespace
+
+asio::awaitable<backend_connection> backend_connection::connect(tcp::endpoint endpoint,
+                                                                std::chrono::milliseconds timeout) {
+    using namespace asio::experimental::awaitable_operators;
+    const auto ex = co_await asio::this_coro::executor;
+    backend_connection c{tcp::socket(ex)};
+    auto handshake = [](backend_connection& conn, tcp::endpoint ep) -> asio::awaitable<boost::system::error_code> {
+        auto [ec] = co_await conn.socket_.async_connect(ep, use_tuple);
+        if (ec) co_return ec;
+        conn.socket_.set_option(tcp::no_delay(true));
+        const std::string hello = resp::command({"PING"}) + resp::command({"CLIENT", "ID"});
+        auto [wec, n] = co_await asio::async_write(conn.socket_, asio::buffer(hello), use_tuple);
+        if (wec) co_return wec;
+        const auto pong = co_await conn.read_reply();
+        if (pong.ec) co_return pong.ec;
+        const auto id = co_await conn.read_reply();
+        if (id.ec) co_return id.ec;
+        const auto p = resp::parse(pong.frame), i = resp::parse(id.frame);
+        if (p.frame.type != resp::type::simple_string || p.frame.text != "PONG" || i.frame.type != resp::type::integer)
+            co_return asio::error::make_error_code(asio::error::connection_refused);
+        conn.client_id_ = i.frame.integer;
+        co_return boost::system::error_code{};
+    };
+    asio::steady_timer timer(ex, timeout);
+    auto outcome = co_await (handshake(c, endpoint) || timer.async_wait(use_tuple));
+    if (outcome.index() == 1) throw std::runtime_error("backend connect: timed out");
+    if (const auto ec = std::get<0>(outcome)) throw boost::system::system_error(ec, "backend connect");
+    co_return c;
+}
+
+asio::awaitable<backend_reply> backend_connection::round_trip(std::string_view request) {
+    in_flight_ = true;
+    ++requests_;
+    auto [ec, n] = co_await asio::async_write(socket_, asio::buffer(request), use_tuple);
+    if (ec) co_return backend_reply{ec, {}};
+    auto reply = co_await read_reply();
+    if (!reply.ec) in_flight_ = false;
+    co_return reply;
+}
+
+asio::awaitable<backend_reply> backend_connection::read_reply() {
+    const resp::limits limits{max_backend_reply_bytes, 1024 * 1024, 8};
+    std::array<char, 4096> chunk;
+    for (;;) {
+        const auto parsed = resp::parse(buffer_, limits);
+        if (parsed.status == resp::parse_status::complete) {
+            backend_reply reply{{}, buffer_.substr(0, parsed.length)};
+            buffer_.erase(0, parsed.length);
+            co_return reply;
+        }
+        if (parsed.status != resp::parse_status::incomplete)
+            co_return backend_reply{asio::error::make_error_code(asio::error::message_size), {}};
+        auto [ec, n] = co_await socket_.async_read_some(asio::buffer(chunk), use_tuple);
+        if (ec) co_return backend_reply{ec, {}};
+        buffer_.append(chunk.data(), n);
+    }
+}
+
+asio::awaitable<void> backend_connection::close() {
+    if (!in_flight_ && socket_.is_open()) {
+        const std::string quit = resp::command({"QUIT"});
+        auto [ec, n] = co_await asio::async_write(socket_, asio::buffer(quit), use_tuple);
+        if (!ec) (void)co_await read_reply();
+    }
+    boost::system::error_code ignored;
+    socket_.shutdown(tcp::socket::shutdown_both, ignored);
+    socket_.close(ignored);
+}
+
+}  // namespace fairpool::demo

@@ -1,0 +1,61 @@
+#pragma once
+// One connection to a RESP backend (Redis or the embedded one): the pool's resource.
+//
+// connect() is the pool's factory: TCP connect, then PING and CLIENT ID as the
+// handshake, all bounded by a timeout; it throws on failure (a failed spawn). round_trip()
+// sends one request and reads one whole reply frame. close() is the pool's graceful
+// close: QUIT when the connection is clean, a plain close when a request was cut off
+// mid-flight (its reply would still be on the way).
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <system_error>
+
+#include "resp.hpp"
+
+namespace fairpool::demo {
+
+// Replies from the backend larger than this are refused (the connection is then dirty).
+inline constexpr std::size_t max_backend_reply_bytes = 1024 * 1024;
+
+struct backend_reply {
+    boost::system::error_code ec;  // set if the request failed: the connection is unusable
+    std::string frame;             // the raw reply frame, when !ec
+};
+
+class backend_connection {
+public:
+    static boost::asio::awaitable<backend_connection> connect(boost::asio::ip::tcp::endpoint endpoint,
+                                                              std::chrono::milliseconds timeout);
+
+    backend_connection(backend_connection&&) noexcept = default;
+    backend_connection& operator=(backend_connection&&) noexcept = default;
+
+    // Writes `request` (one RESP frame) and reads one reply frame.
+    boost::asio::awaitable<backend_reply> round_trip(std::string_view request);
+
+    // QUIT if nothing is on the wire, then close.
+    boost::asio::awaitable<void> close();
+
+    // Redis's id of this connection (CLIENT ID at the handshake).
+    [[nodiscard]] std::int64_t client_id() const noexcept { return client_id_; }
+    [[nodiscard]] std::uint64_t requests() const noexcept { return requests_; }
+    // A request was started and did not complete: the reply may still arrive.
+    [[nodiscard]] bool in_flight() const noexcept { return in_flight_; }
+
+private:
+    explicit backend_connection(boost::asio::ip::tcp::socket socket) : socket_(std::move(socket)) {}
+
+    boost::asio::awaitable<backend_reply> read_reply();
+
+    boost::asio::ip::tcp::socket socket_;
+    std::string buffer_;
+    std::int64_t client_id_ = 0;
+    std::uint64_t requests_ = 0;
+    bool in_flight_ = false;
+};
+
+}  // namespace fairpool::demo

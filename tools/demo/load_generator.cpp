@@ -1,0 +1,211 @@
+#include "load_generator.hpp"
+
+#include <algorithm>
+#include <array>
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+#include <memory>
+
+#include "resp.hpp"
+
+namespace fairpool::demo {
+
+namespace asio = boost::asio;
+using asio::ip::tcp;
+using clock_type = std::chrono::steady_clock;
+
+namespace {
+
+constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
+// Latency samples kept per tenant; past this, further samples are dropped (bounded).
+constexpr std::size_t max_samples = 2'000'000;
+
+struct tenant_state {
+    std::string name;
+    int connections = 0;
+    std::uint64_t ok = 0, errors = 0;
+    std::vector<std::uint32_t> latencies_us;
+};
+
+// A minimal RESP client: one request, one reply.
+class client {
+public:
+    explicit client(tcp::socket s) : socket_(std::move(s)) {}
+
+    asio::awaitable<std::optional<resp::value>> call(const std::string& request) {
+        auto [wec, wn] = co_await asio::async_write(socket_, asio::buffer(request), use_tuple);
+        if (wec) co_return std::nullopt;
+        std::array<char, 4096> chunk;
+        for (;;) {
+            auto parsed = resp::parse(buffer_);
+            if (parsed.status == resp::parse_status::complete) {
+                buffer_.erase(0, parsed.length);
+                co_return std::move(parsed.frame);
+            }
+            if (parsed.status != resp::parse_status::incomplete) co_return std::nullopt;
+            auto [ec, n] = co_await socket_.async_read_some(asio::buffer(chunk), use_tuple);
+            if (ec) co_return std::nullopt;
+            buffer_.append(chunk.data(), n);
+        }
+    }
+
+private:
+    tcp::socket socket_;
+    std::string buffer_;
+};
+
+asio::awaitable<std::optional<client>> open_client(tcp::endpoint proxy, const std::string& tenant) {
+    tcp::socket socket(co_await asio::this_coro::executor);
+    auto [ec] = co_await socket.async_connect(proxy, use_tuple);
+    if (ec) co_return std::nullopt;
+    socket.set_option(tcp::no_delay(true));
+    client c(std::move(socket));
+    const std::string setname = resp::command({"CLIENT", "SETNAME", tenant});  // not inside co_await: g++ 12
+    const auto ok = co_await c.call(setname);
+    if (!ok || ok->type != resp::type::simple_string) co_return std::nullopt;
+    co_return std::optional<client>(std::move(c));
+}
+
+asio::awaitable<void> drive(tcp::endpoint proxy, tenant_state& t, clock_type::time_point until, int& running) {
+    if (auto c = co_await open_client(proxy, t.name)) {
+        const std::string incr = resp::command({"INCR", "fairpool-demo:" + t.name});
+        while (clock_type::now() < until) {
+            const auto start = clock_type::now();
+            const auto reply = co_await c->call(incr);
+            if (!reply) break;
+            if (reply->type != resp::type::integer) {
+                ++t.errors;
+                continue;
+            }
+            ++t.ok;
+            if (t.latencies_us.size() < max_samples)
+                t.latencies_us.push_back(static_cast<std::uint32_t>(
+                    std::chrono::duration_cast<std::chrono::microseconds>(clock_type::now() - start).count()));
+        }
+        const std::string quit = resp::command({"QUIT"});
+        (void)co_await c->call(quit);
+    }
+    --running;
+}
+
+double percentile(std::vector<std::uint32_t>& v, double p) {
+    if (v.empty()) return 0;
+    const auto k = static_cast<std::size_t>(p * static_cast<double>(v.size() - 1));
+    std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(k), v.end());
+    return v[k];
+}
+
+std::uint64_t slots(const core::stats& s, core::slot_state st) { return s.slots[static_cast<int>(st)]; }
+
+void print_status(const load_options& o, const proxy_server& proxy, const std::vector<std::unique_ptr<tenant_state>>& ts,
+                  double elapsed, double rate) {
+    const auto s = proxy.pool_stats();
+    std::uint64_t total = 0;
+    for (const auto& t : ts) total += t->ok;
+    std::fprintf(o.out, "%s%5.1fs %8.0f req/s  queued %4llu  slots idle %llu leased %llu spawning %llu retiring %llu  share",
+                 o.live ? "\r" : "", elapsed, rate, static_cast<unsigned long long>(s.queued_waiters),
+                 static_cast<unsigned long long>(slots(s, core::slot_state::idle)),
+                 static_cast<unsigned long long>(slots(s, core::slot_state::leased)),
+                 static_cast<unsigned long long>(slots(s, core::slot_state::spawning)),
+                 static_cast<unsigned long long>(slots(s, core::slot_state::retiring)));
+    for (const auto& t : ts)
+        std::fprintf(o.out, " %s %2.0f%%", t->name.c_str(),
+                     total ? 100.0 * static_cast<double>(t->ok) / static_cast<double>(total) : 0.0);
+    std::fprintf(o.out, o.live ? "  " : "\n");
+    std::fflush(o.out);
+}
+
+}  // namespace
+
+asio::awaitable<std::vector<tenant_report>> run_load(proxy_server& proxy, load_options o) {
+    const auto ex = co_await asio::this_coro::executor;
+    std::vector<std::unique_ptr<tenant_state>> tenants;
+    tenants.push_back(std::make_unique<tenant_state>(tenant_state{"greedy", o.greedy_connections, 0, 0, {}}));
+    for (int i = 1; i <= o.light_tenants; ++i)
+        tenants.push_back(
+            std::make_unique<tenant_state>(tenant_state{"light-" + std::to_string(i), o.light_connections, 0, 0, {}}));
+
+    const auto start = clock_type::now();
+    const auto until = start + o.duration;
+    int running = 0;
+    for (auto& t : tenants)
+        for (int c = 0; c < t->connections; ++c) {
+            ++running;
+            asio::co_spawn(ex, drive(proxy.local_endpoint(), *t, until, running), asio::detached);
+        }
+
+    asio::steady_timer tick(ex);
+    std::uint64_t last_total = 0;
+    auto last = start;
+    auto last_printed = start;
+    while (running > 0) {
+        tick.expires_after(o.status_every);
+        (void)co_await tick.async_wait(use_tuple);
+        const auto now = clock_type::now();
+        std::uint64_t total = 0;
+        for (const auto& t : tenants) total += t->ok;
+        const double rate = static_cast<double>(total - last_total) / std::chrono::duration<double>(now - last).count();
+        last_total = total, last = now;
+        if (o.live || now - last_printed >= std::chrono::seconds(1) || running == 0) {
+            print_status(o, proxy, tenants, std::chrono::duration<double>(now - start).count(), rate);
+            last_printed = now;
+        }
+    }
+    if (o.live) std::fprintf(o.out, "\n");
+
+    // Read every counter back: it must equal the successes the tenant saw.
+    std::vector<tenant_report> reports;
+    std::uint64_t total = 0;
+    for (const auto& t : tenants) total += t->ok;
+    auto reader = co_await open_client(proxy.local_endpoint(), "load-check");
+    for (auto& t : tenants) {
+        tenant_report r{t->name, t->connections, t->ok, t->errors, percentile(t->latencies_us, 0.5),
+                        percentile(t->latencies_us, 0.99),
+                        total ? static_cast<double>(t->ok) / static_cast<double>(total) : 0.0, -1};
+        if (reader) {
+            const std::string get = resp::command({"GET", "fairpool-demo:" + t->name});
+            const std::string del = resp::command({"DEL", "fairpool-demo:" + t->name});
+            const auto v = co_await reader->call(get);
+            if (v && v->type == resp::type::bulk_string) r.counter = std::stoll(v->text);
+            (void)co_await reader->call(del);
+        }
+        reports.push_back(std::move(r));
+    }
+    const std::string quit = resp::command({"QUIT"});
+    if (reader) (void)co_await reader->call(quit);
+    co_return reports;
+}
+
+void print_reports(std::FILE* out, const std::vector<tenant_report>& reports) {
+    std::fprintf(out, "\n| tenant | connections | requests ok | errors | p50 latency | p99 latency | share of grants | counter check |\n");
+    std::fprintf(out, "|---|---:|---:|---:|---:|---:|---:|---|\n");
+    for (const auto& r : reports)
+        std::fprintf(out, "| %s | %d | %llu | %llu | %.0f us | %.0f us | %.1f%% | %s |\n", r.name.c_str(), r.connections,
+                     static_cast<unsigned long long>(r.ok), static_cast<unsigned long long>(r.errors), r.p50_us,
+                     r.p99_us, 100.0 * r.share,
+                     r.counter < 0 ? "unread"
+                     : static_cast<std::uint64_t>(r.counter) == r.ok ? "ok"
+                                                                      : "MISMATCH");
+}
+
+void print_pool_stats(std::FILE* out, const core::stats& s) {
+    const auto u = [](std::uint64_t v) { return static_cast<unsigned long long>(v); };
+    std::fprintf(out, "\npool: acquires %llu, grants %llu immediate + %llu after waiting; rejections:", u(s.acquires),
+                 u(s.grants_immediate), u(s.grants_after_wait));
+    for (int r = 0; r < core::reject_reason_count; ++r)
+        std::fprintf(out, " %s %llu", core::to_string(static_cast<core::reject_reason>(r)), u(s.rejections[static_cast<std::size_t>(r)]));
+    std::fprintf(out, "\n      spawns %llu, spawn failures %llu; retirements:", u(s.spawns), u(s.spawn_failures));
+    for (int r = 0; r < core::retire_reason_count; ++r)
+        std::fprintf(out, " %s %llu", core::to_string(static_cast<core::retire_reason>(r)), u(s.retirements[static_cast<std::size_t>(r)]));
+    std::fprintf(out, "\n      slots:");
+    for (int st = 0; st < core::slot_state_count; ++st)
+        std::fprintf(out, " %s %llu", core::to_string(static_cast<core::slot_state>(st)), u(s.slots[static_cast<std::size_t>(st)]));
+    std::fprintf(out, "; queued waiters %llu\n", u(s.queued_waiters));
+}
+
+}  // namespace fairpool::demo

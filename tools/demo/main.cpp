@@ -1,0 +1,225 @@
+// fairpool-demo: a pooled Redis proxy (docs/DEMO.md).
+//
+//   fairpool-demo [--backend HOST:PORT] [--listen PORT] [--metrics-port PORT] ...
+//   fairpool-demo --load [--seconds N] [--greedy N] [--light N] [--policy fifo] ...
+#include <unistd.h>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <charconv>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "embedded_backend.hpp"
+#include "fairpool/core/prometheus.hpp"
+#include "load_generator.hpp"
+#include "metrics_http.hpp"
+#include "proxy_server.hpp"
+
+namespace asio = boost::asio;
+using asio::ip::tcp;
+using namespace fairpool::demo;
+
+namespace {
+
+constexpr const char* usage = R"(usage: fairpool-demo [options]
+A Redis proxy that shares a fair, bounded pool of backend connections among tenants.
+  --backend HOST:PORT     a real Redis (default: an embedded in-process RESP backend)
+  --listen PORT           the proxy's port on 127.0.0.1 (default 6380; 0 picks a free one)
+  --load                  run the built-in load (one greedy tenant, light ones), then exit
+  --seconds N             length of the load (default 5)
+  --greedy N              connections of the greedy tenant (default 32)
+  --light N               light tenants, one connection each (default 3)
+  --policy P              round_robin (default) or fifo
+  --max-slots N           backend connections at most (default 4 with --load, else 8)
+  --latency-us N          the embedded backend's latency per command (default 200)
+  --request-timeout-ms N  per-request timeout, waiting included (default 1000)
+  --max-clients N         client connections at most (default 256)
+  --metrics-port PORT     serve GET /metrics (Prometheus text) on 127.0.0.1:PORT
+  --help
+Tenants: a client is tenant "default" until it sends CLIENT SETNAME <tenant>.
+)";
+
+struct options {
+    std::optional<tcp::endpoint> backend;
+    unsigned long listen = 6380;
+    bool load = false;
+    unsigned long seconds = 5;
+    unsigned long greedy = 32;
+    unsigned long light = 3;
+    std::string policy = "round_robin";
+    std::optional<unsigned long> max_slots;
+    unsigned long latency_us = 200;
+    unsigned long request_timeout_ms = 1000;
+    unsigned long max_clients = 256;
+    std::optional<unsigned long> metrics_port;
+};
+
+bool number(std::string_view s, unsigned long& out, unsigned long max) {
+    const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
+    return ec == std::errc{} && end == s.data() + s.size() && out <= max;
+}
+
+std::optional<tcp::endpoint> endpoint(std::string_view s) {
+    const auto colon = s.rfind(':');
+    unsigned long port = 0;
+    if (colon == std::string_view::npos || !number(s.substr(colon + 1), port, 65535)) return std::nullopt;
+    std::string host(s.substr(0, colon));
+    if (host == "localhost") host = "127.0.0.1";
+    boost::system::error_code ec;
+    const auto address = asio::ip::make_address(host, ec);
+    if (ec) return std::nullopt;
+    return tcp::endpoint(address, static_cast<std::uint16_t>(port));
+}
+
+std::optional<options> parse(int argc, char** argv) {
+    options o;
+    for (int i = 1; i < argc; ++i) {
+        const std::string_view a = argv[i];
+        const auto value = [&]() -> std::string_view { return i + 1 < argc ? argv[++i] : ""; };
+        const auto num = [&](unsigned long& out, unsigned long max) {
+            if (number(value(), out, max)) return true;
+            std::fprintf(stderr, "fairpool-demo: %s needs a number up to %lu\n", argv[i - 1], max);
+            return false;
+        };
+        unsigned long n = 0;
+        if (a == "--help") {
+            std::fputs(usage, stdout);
+            std::exit(0);
+        } else if (a == "--backend") {
+            o.backend = endpoint(value());
+            if (!o.backend) {
+                std::fprintf(stderr, "fairpool-demo: --backend needs HOST:PORT (an IP address or localhost)\n");
+                return std::nullopt;
+            }
+        } else if (a == "--listen") {
+            if (!num(o.listen, 65535)) return std::nullopt;
+        } else if (a == "--load") {
+            o.load = true;
+        } else if (a == "--seconds") {
+            if (!num(o.seconds, 3600)) return std::nullopt;
+        } else if (a == "--greedy") {
+            if (!num(o.greedy, 200)) return std::nullopt;
+        } else if (a == "--light") {
+            if (!num(o.light, 50)) return std::nullopt;
+        } else if (a == "--policy") {
+            o.policy = value();
+            if (o.policy != "round_robin" && o.policy != "fifo") {
+                std::fprintf(stderr, "fairpool-demo: --policy is round_robin or fifo\n");
+                return std::nullopt;
+            }
+        } else if (a == "--max-slots") {
+            if (!num(n, 1024) || n == 0) return std::nullopt;
+            o.max_slots = n;
+        } else if (a == "--latency-us") {
+            if (!num(o.latency_us, 1'000'000)) return std::nullopt;
+        } else if (a == "--request-timeout-ms") {
+            if (!num(o.request_timeout_ms, 600'000) || o.request_timeout_ms == 0) return std::nullopt;
+        } else if (a == "--max-clients") {
+            if (!num(o.max_clients, 4096) || o.max_clients == 0) return std::nullopt;
+        } else if (a == "--metrics-port") {
+            if (!num(n, 65535)) return std::nullopt;
+            o.metrics_port = n;
+        } else {
+            std::fprintf(stderr, "fairpool-demo: unknown option %s\n%s", argv[i], usage);
+            return std::nullopt;
+        }
+    }
+    return o;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    const auto parsed = parse(argc, argv);
+    if (!parsed) return 2;
+    const options& o = *parsed;
+
+    std::unique_ptr<embedded_backend> embedded;
+    proxy_options po;
+    if (o.backend) {
+        po.backend = *o.backend;
+    } else {
+        embedded_backend_options eo;
+        eo.latency = std::chrono::microseconds(o.latency_us);
+        embedded = std::make_unique<embedded_backend>(eo);
+        po.backend = embedded->endpoint();
+    }
+    po.listen = tcp::endpoint(asio::ip::address_v4::loopback(), o.load ? 0 : static_cast<std::uint16_t>(o.listen));
+    po.pool.scheduler.max_slots = o.max_slots.value_or(o.load ? 4 : 8);
+    po.pool.scheduler.min_slots = std::min<std::uint64_t>(2, po.pool.scheduler.max_slots);
+    po.pool.scheduler.policy = o.policy == "fifo" ? fairpool::core::fairness_policy::fifo
+                                                  : fairpool::core::fairness_policy::round_robin;
+    po.request_timeout = std::chrono::milliseconds(o.request_timeout_ms);
+    po.max_clients = o.max_clients;
+
+    asio::io_context io;
+    std::unique_ptr<proxy_server> proxy;
+    try {
+        proxy = std::make_unique<proxy_server>(io.get_executor(), po);
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "fairpool-demo: %s\n", e.what());
+        return 1;
+    }
+    std::printf("fairpool-demo: proxy on %s:%u, backend %s %s:%u, %llu backend connections at most, policy %s\n",
+                proxy->local_endpoint().address().to_string().c_str(), proxy->local_endpoint().port(),
+                embedded ? "embedded" : "redis", po.backend.address().to_string().c_str(), po.backend.port(),
+                static_cast<unsigned long long>(po.pool.scheduler.max_slots), o.policy.c_str());
+
+    std::optional<tcp::acceptor> metrics;
+    if (o.metrics_port) {
+        metrics.emplace(io, tcp::endpoint(asio::ip::address_v4::loopback(), static_cast<std::uint16_t>(*o.metrics_port)));
+        std::printf("fairpool-demo: metrics on http://127.0.0.1:%u/metrics\n", metrics->local_endpoint().port());
+        asio::co_spawn(io, serve_metrics(*metrics, [&] { return fairpool::core::prometheus_text(proxy->pool_stats(), "demo"); }),
+                       asio::detached);
+    }
+
+    int status = 0;
+    const auto shut_down = [&]() -> asio::awaitable<void> {
+        if (metrics) metrics->close();
+        const auto report = co_await proxy->close(std::chrono::milliseconds(2000));
+        const auto t = proxy->totals();
+        std::printf("fairpool-demo: shut down gracefully: pool %s; %llu requests, %llu cut off mid-flight (released dirty)\n",
+                    report.closed ? "closed, every backend connection closed" : "NOT closed",
+                    static_cast<unsigned long long>(t.requests),
+                    static_cast<unsigned long long>(t.cut_by_timeout + t.cut_by_disconnect + t.backend_failures));
+        if (!report.closed) status = 1;
+    };
+
+    asio::signal_set signals(io, SIGINT, SIGTERM);
+    if (o.load) {
+        std::printf("load: tenant greedy with %lu connections, %lu light tenants with 1 each, %lu s, embedded latency %lu us\n",
+                    o.greedy, o.light, o.seconds, o.backend ? 0UL : o.latency_us);
+        asio::co_spawn(io, [&]() -> asio::awaitable<void> {
+            load_options lo;
+            lo.duration = std::chrono::seconds(o.seconds);
+            lo.greedy_connections = static_cast<int>(o.greedy);
+            lo.light_tenants = static_cast<int>(o.light);
+            lo.live = isatty(fileno(stdout)) != 0;
+            const auto reports = co_await run_load(*proxy, lo);
+            print_reports(stdout, reports);
+            for (const auto& r : reports)
+                if (r.counter >= 0 && static_cast<std::uint64_t>(r.counter) != r.ok) status = 1;
+            print_pool_stats(stdout, proxy->pool_stats());
+            signals.cancel();
+            co_await shut_down();
+        }, asio::detached);
+    } else {
+        std::printf("fairpool-demo: serving; try: redis-cli -p %u CLIENT SETNAME alice; Ctrl-C stops\n",
+                    proxy->local_endpoint().port());
+        signals.async_wait([&](boost::system::error_code ec, int) {
+            if (!ec) asio::co_spawn(io, shut_down(), asio::detached);
+        });
+    }
+    std::fflush(stdout);
+    io.run();
+    return status;
+}

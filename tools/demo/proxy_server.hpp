@@ -1,0 +1,115 @@
+#pragma once
+// The pooled Redis proxy: accepts RESP clients on loopback, identifies each client's
+// tenant, and forwards each request over a leased backend connection, one fairpool
+// handle per tenant (the unit of fairness).
+//
+// Every request gets exactly one reply: the backend's, or a RESP error —
+//   -BUSY pool saturated          the pool refused the acquire (saturated or busy)
+//   -ERR timeout                  no reply within request_timeout (waiting included)
+//   -ERR backend unavailable      the backend connection failed, or none could be made
+//   -ERR shutting down            the proxy is closing
+//   -ERR protocol error / request too large / unknown command / too many tenants
+// except when the client itself disconnected. A request cut off while on the wire
+// (request timeout, client disconnect, I/O error) releases its lease dirty: that
+// backend connection is closed, never reused.
+//
+// Tenants: a client is tenant "default" until it sends CLIENT SETNAME <tenant>
+// (1..64 characters of [A-Za-z0-9_.:-]); the proxy answers it itself. All connections
+// of one tenant share that tenant's handle.
+//
+// Single-threaded: run the executor's context on one thread. close() must complete
+// before the object is destroyed.
+#include <atomic>
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_set>
+
+#include "backend_connection.hpp"
+#include "fairpool/asio/pool.hpp"
+
+namespace fairpool::demo {
+
+// The demo's pool: 8 slots, 2 kept warm, connections recycled after 60 s idle or
+// 10 min of life, spawn backoff 100 ms doubling to 2 s, 4096 waiters.
+[[nodiscard]] fairpool::pool_options default_proxy_pool_options();
+
+struct proxy_options {
+    boost::asio::ip::tcp::endpoint listen{boost::asio::ip::address_v4::loopback(), 0};
+    boost::asio::ip::tcp::endpoint backend;
+    fairpool::pool_options pool = default_proxy_pool_options();
+    std::size_t max_clients = 256;           // beyond: "-ERR max number of clients reached", then close
+    std::size_t max_tenants = 256;           // beyond: CLIENT SETNAME gets "-ERR too many tenants"
+    std::size_t max_request_bytes = 64 * 1024;  // beyond: "-ERR request too large", then close
+    std::chrono::milliseconds request_timeout{1000};
+    std::chrono::milliseconds connect_timeout{1000};  // connect + PING handshake of a backend connection
+};
+
+// Counters, readable from any thread.
+struct proxy_totals {
+    std::uint64_t clients_accepted = 0;
+    std::uint64_t clients_refused = 0;
+    std::uint64_t requests = 0;
+    std::uint64_t backend_replies = 0;  // replies relayed from the backend
+    std::uint64_t errors_busy = 0;
+    std::uint64_t errors_timeout = 0;
+    std::uint64_t errors_unavailable = 0;
+    std::uint64_t errors_other = 0;  // protocol, unknown command, shutting down, ...
+    std::uint64_t cut_by_timeout = 0;     // on the wire when the request timed out: released dirty
+    std::uint64_t cut_by_disconnect = 0;  // on the wire when the client went: released dirty
+    std::uint64_t backend_failures = 0;   // I/O error on the backend connection: released dirty
+};
+
+class proxy_server {
+public:
+    // Listens at once; throws if the port is taken or the options are invalid.
+    proxy_server(boost::asio::any_io_executor ex, proxy_options options);
+    proxy_server(const proxy_server&) = delete;
+    proxy_server& operator=(const proxy_server&) = delete;
+    ~proxy_server();
+
+    [[nodiscard]] boost::asio::ip::tcp::endpoint local_endpoint() const { return endpoint_; }
+
+    // Stops accepting; lets requests in flight finish (their clients get their reply),
+    // closes every client, then closes the pool (each backend connection gets QUIT).
+    // After `grace`, clients still busy are cut off. Completes with the pool's report.
+    boost::asio::awaitable<fairpool::close_report> close(std::chrono::milliseconds grace);
+
+    [[nodiscard]] core::stats pool_stats() const noexcept { return pool_.stats(); }
+    [[nodiscard]] proxy_totals totals() const noexcept;
+    [[nodiscard]] std::size_t clients() const noexcept { return clients_.load(); }
+
+private:
+    struct session;
+    struct tenant;
+    struct counters;
+
+    boost::asio::awaitable<void> accept_loop();
+    boost::asio::awaitable<void> refuse(boost::asio::ip::tcp::socket socket);
+    boost::asio::awaitable<void> serve(std::shared_ptr<session> s);
+    boost::asio::awaitable<std::optional<std::string>> handle_request(session& s, const resp::value& request);
+    boost::asio::awaitable<std::optional<std::string>> forward(session& s, std::string request);
+    std::string acquire_error(boost::system::error_code ec);
+    bool join_tenant(session& s, const std::string& name);
+    void leave_tenant(session& s);
+
+    proxy_options options_;
+    boost::asio::any_io_executor executor_;
+    boost::asio::ip::tcp::acceptor acceptor_;
+    boost::asio::ip::tcp::endpoint endpoint_;
+    fairpool::pool<backend_connection> pool_;
+    std::map<std::string, std::unique_ptr<tenant>, std::less<>> tenants_;
+    std::unordered_set<session*> sessions_;
+    std::unique_ptr<counters> counters_;
+    std::atomic<std::size_t> clients_{0};
+    bool stopping_ = false;
+    bool accepting_ = false;
+};
+
+}  // namespace fairpool::demo

@@ -1,0 +1,137 @@
+#include "resp.hpp"
+
+#include <cctype>
+#include <charconv>
+
+namespace fairpool::demo::resp {
+
+namespace {
+
+class reader {
+public:
+    reader(std::string_view in, const limits& l) : in_(in), limits_(l) {}
+
+    parse_status read(value& out, int depth) {
+        if (depth > limits_.max_depth) return parse_status::too_large;
+        std::string_view line;
+        if (const auto s = read_line(line); s != parse_status::complete) return s;
+        if (line.empty()) return parse_status::malformed;
+        const char marker = line.front();
+        line.remove_prefix(1);
+        switch (marker) {
+            case '+':
+                out.type = type::simple_string, out.text = line;
+                return parse_status::complete;
+            case '-':
+                out.type = type::error, out.text = line;
+                return parse_status::complete;
+            case ':':
+                out.type = type::integer;
+                return number(line, out.integer) ? parse_status::complete : parse_status::malformed;
+            case '$': return read_bulk(line, out);
+            case '*': return read_array(line, out, depth);
+            default: return parse_status::malformed;
+        }
+    }
+
+    [[nodiscard]] std::size_t position() const noexcept { return pos_; }
+
+private:
+    static bool number(std::string_view s, std::int64_t& n) {
+        const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), n);
+        return ec == std::errc{} && end == s.data() + s.size() && !s.empty();
+    }
+
+    parse_status read_line(std::string_view& line) {
+        const std::size_t end = in_.find("\r\n", pos_);
+        if (end == std::string_view::npos) return beyond_limit(in_.size()) ? parse_status::too_large : parse_status::incomplete;
+        if (beyond_limit(end + 2)) return parse_status::too_large;
+        line = in_.substr(pos_, end - pos_);
+        pos_ = end + 2;
+        return parse_status::complete;
+    }
+
+    [[nodiscard]] bool beyond_limit(std::size_t end) const noexcept { return end > limits_.max_frame_bytes; }
+
+    parse_status read_bulk(std::string_view header, value& out) {
+        std::int64_t n = 0;
+        if (!number(header, n) || n < -1) return parse_status::malformed;
+        if (n == -1) {
+            out.type = type::null;
+            return parse_status::complete;
+        }
+        const auto size = static_cast<std::size_t>(n);
+        if (size > limits_.max_frame_bytes || beyond_limit(pos_ + size + 2)) return parse_status::too_large;
+        if (in_.size() < pos_ + size + 2) return parse_status::incomplete;
+        if (in_.substr(pos_ + size, 2) != "\r\n") return parse_status::malformed;
+        out.type = type::bulk_string;
+        out.text = in_.substr(pos_, size);
+        pos_ += size + 2;
+        return parse_status::complete;
+    }
+
+    parse_status read_array(std::string_view header, value& out, int depth) {
+        std::int64_t n = 0;
+        if (!number(header, n) || n < -1) return parse_status::malformed;
+        if (n == -1) {
+            out.type = type::null;
+            return parse_status::complete;
+        }
+        if (static_cast<std::uint64_t>(n) > limits_.max_elements) return parse_status::too_large;
+        out.type = type::array;
+        out.elements.resize(static_cast<std::size_t>(n));
+        for (auto& element : out.elements)
+            if (const auto s = read(element, depth + 1); s != parse_status::complete) return s;
+        return parse_status::complete;
+    }
+
+    std::string_view in_;
+    const limits& limits_;
+    std::size_t pos_ = 0;
+};
+
+}  // namespace
+
+parse_result parse(std::string_view input, const limits& l) {
+    parse_result result;
+    reader r(input, l);
+    result.status = r.read(result.frame, 0);
+    if (result.status == parse_status::complete) result.length = r.position();
+    return result;
+}
+
+std::string command(std::span<const std::string> args) {
+    std::string out = "*" + std::to_string(args.size()) + "\r\n";
+    for (const auto& a : args) out += bulk(a);
+    return out;
+}
+
+std::string command(std::initializer_list<std::string_view> args) {
+    std::string out = "*" + std::to_string(args.size()) + "\r\n";
+    for (const auto a : args) out += bulk(a);
+    return out;
+}
+
+std::string simple(std::string_view s) { return "+" + std::string(s) + "\r\n"; }
+std::string error(std::string_view message) { return "-" + std::string(message) + "\r\n"; }
+std::string integer(std::int64_t n) { return ":" + std::to_string(n) + "\r\n"; }
+std::string bulk(std::string_view s) { return "$" + std::to_string(s.size()) + "\r\n" + std::string(s) + "\r\n"; }
+std::string null_bulk() { return "$-1\r\n"; }
+
+std::vector<std::string> arguments(const value& request) {
+    std::vector<std::string> args;
+    if (request.type != type::array || request.elements.empty()) return args;
+    for (const auto& e : request.elements) {
+        if (e.type != type::bulk_string) return {};
+        args.push_back(e.text);
+    }
+    return args;
+}
+
+std::string upper(std::string_view s) {
+    std::string out(s);
+    for (auto& c : out) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    return out;
+}
+
+}  // namespace fairpool::demo::resp
