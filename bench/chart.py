@@ -53,7 +53,7 @@ def main(rows_path, out_path):
     bars(ax, grid, lambda s, d: value(rows, s, "total", d), "total µs (log)", log=True)
     ax.set_xticklabels([g.replace("grid/", "").replace("size=", "s").replace("/workers=", " w") for g in grid],
                        rotation=45, ha="right", fontsize=7)
-    ax.set_title("Contended grid: pool size × workers, 10 cycles each, 2 threads (lower is better)")
+    ax.set_title("Contended grid: size × workers, 10 cycles each (lower is better)")
 
     ax = axes[1][0]
     tail = next((r["scenario"] for r in rows if r["scenario"].startswith("tail/")), None)

@@ -7,11 +7,6 @@
 // Without --backend it starts redis-server itself on a free loopback port. Prints a
 // markdown table; --json writes a list of rows {"scenario": "redis_sessions",
 // "design": ..., "metric": ..., "value": ..., "unit": ...}.
-#include <fcntl.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <boost/asio/as_tuple.hpp>
@@ -20,7 +15,6 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
-#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -31,9 +25,9 @@
 #include <vector>
 
 #include "backend_connection.hpp"
+#include "command_line.hpp"
 #include "fairpool/asio/pool.hpp"
-
-extern char** environ;
+#include "redis_process.hpp"
 
 namespace asio = boost::asio;
 using asio::ip::tcp;
@@ -60,73 +54,8 @@ struct result {
     std::uint64_t failures = 0;
 };
 
-bool number(const char* s, unsigned long& out) {
-    const std::string_view v(s);
-    const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
-    return ec == std::errc{} && end == v.data() + v.size() && out > 0;
-}
-
-std::optional<tcp::endpoint> parse_endpoint(std::string_view s) {
-    const auto colon = s.rfind(':');
-    unsigned long port = 0;
-    if (colon == std::string_view::npos || !number(std::string(s.substr(colon + 1)).c_str(), port) || port > 65535)
-        return std::nullopt;
-    std::string host(s.substr(0, colon));
-    if (host == "localhost") host = "127.0.0.1";
-    boost::system::error_code ec;
-    const auto address = asio::ip::make_address(host, ec);
-    if (ec) return std::nullopt;
-    return tcp::endpoint(address, static_cast<std::uint16_t>(port));
-}
-
-// redis-server on a free loopback port, killed on destruction.
-class redis_child {
-public:
-    redis_child() {
-        {
-            asio::io_context io;
-            tcp::acceptor a(io, tcp::endpoint(asio::ip::address_v4::loopback(), 0));
-            port_ = a.local_endpoint().port();
-        }
-        std::string path = "/usr/bin/redis-server";
-        if (access(path.c_str(), X_OK) != 0) path = "redis-server";
-        std::vector<std::string> args = {path, "--port", std::to_string(port_), "--bind", "127.0.0.1", "--save", "",
-                                         "--appendonly", "no", "--daemonize", "no", "--loglevel", "warning"};
-        std::vector<char*> argv;
-        for (auto& a : args) argv.push_back(a.data());
-        argv.push_back(nullptr);
-        posix_spawn_file_actions_t quiet;
-        posix_spawn_file_actions_init(&quiet);
-        posix_spawn_file_actions_addopen(&quiet, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
-        const int rc = posix_spawnp(&pid_, path.c_str(), &quiet, nullptr, argv.data(), environ);
-        posix_spawn_file_actions_destroy(&quiet);
-        if (rc != 0) {
-            std::fprintf(stderr, "redis_sessions: cannot start redis-server (install it, or pass --backend)\n");
-            std::exit(2);
-        }
-        // Ready once it accepts a connection (up to 10 s).
-        for (int i = 0; i < 500; ++i) {
-            asio::io_context io;
-            tcp::socket probe(io);
-            boost::system::error_code ec;
-            probe.connect(endpoint(), ec);
-            if (!ec) return;
-            std::this_thread::sleep_for(std::chrono::milliseconds(20));
-        }
-    }
-    redis_child(const redis_child&) = delete;
-    redis_child& operator=(const redis_child&) = delete;
-    ~redis_child() {
-        kill(pid_, SIGTERM);
-        int status = 0;
-        waitpid(pid_, &status, 0);
-    }
-    [[nodiscard]] tcp::endpoint endpoint() const { return {asio::ip::address_v4::loopback(), port_}; }
-
-private:
-    std::uint16_t port_ = 0;
-    pid_t pid_ = -1;
-};
+// A positive number (sessions, parallelism, pool size).
+bool number(const char* s, unsigned long& out) { return fairpool::demo::parse_number(s, out, ~0UL) && out > 0; }
 
 asio::awaitable<bool> incr_get(backend_connection& c, const std::string& incr, const std::string& get) {
     const auto a = co_await c.round_trip(incr);
@@ -247,7 +176,7 @@ int main(int argc, char** argv) {
         const std::string_view a = argv[i];
         const char* v = i + 1 < argc ? argv[i + 1] : "";
         bool ok = true;
-        if (a == "--backend") ok = (s.backend = parse_endpoint(v)).has_value(), ++i;
+        if (a == "--backend") ok = (s.backend = fairpool::demo::parse_endpoint(v)).has_value(), ++i;
         else if (a == "--sessions") ok = number(v, s.sessions), ++i;
         else if (a == "--parallel") ok = number(v, s.parallel), ++i;
         else if (a == "--pool-size") ok = number(v, s.pool_size) && s.pool_size <= 65535, ++i;
@@ -260,8 +189,15 @@ int main(int argc, char** argv) {
             return 2;
         }
     }
-    std::optional<redis_child> child;
-    if (!s.backend) child.emplace();
+    std::optional<fairpool::demo::redis_process> child;
+    if (!s.backend) {
+        try {
+            child.emplace("redis-server");
+        } catch (const std::exception& e) {
+            std::fprintf(stderr, "redis_sessions: %s (install redis-server, or pass --backend)\n", e.what());
+            return 2;
+        }
+    }
     const tcp::endpoint backend = s.backend ? *s.backend : child->endpoint();
 
     std::vector<result> results;

@@ -1,12 +1,8 @@
 #include "fixture.hpp"
 
-#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <signal.h>
-#include <spawn.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <array>
@@ -18,60 +14,14 @@
 #include <sstream>
 #include <stdexcept>
 
-extern char** environ;
-
 namespace fairpool::demo::testing {
 
 namespace asio = boost::asio;
 using asio::ip::tcp;
 
-std::uint16_t free_port() {
-    asio::io_context io;
-    tcp::acceptor a(io, tcp::endpoint(asio::ip::address_v4::loopback(), 0));
-    return a.local_endpoint().port();
-}
-
 std::string redis_server_path() {
     const char* p = std::getenv("FAIRPOOL_REDIS_SERVER");
     return p ? p : "";
-}
-
-redis_process::redis_process(std::string path) : path_(std::move(path)), port_(free_port()) { start(); }
-
-tcp::endpoint redis_process::endpoint() const { return {asio::ip::address_v4::loopback(), port_}; }
-
-void redis_process::start() {
-    const std::string port = std::to_string(port_);
-    std::vector<std::string> args = {path_,   "--port",       port, "--bind", "127.0.0.1", "--save", "",
-                                     "--appendonly", "no", "--daemonize", "no", "--loglevel", "warning"};
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
-    const int rc = posix_spawn(&pid_, path_.c_str(), &actions, nullptr, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&actions);
-    if (rc != 0) throw std::runtime_error("cannot start " + path_ + ": " + std::strerror(rc));
-    // Ready once it answers PING.
-    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    for (;;) {
-        try {
-            client c(port_, std::chrono::seconds(1));
-            if (c.call({"PING"}).text == "PONG") return;
-        } catch (const std::exception&) {
-        }
-        if (std::chrono::steady_clock::now() >= until) throw std::runtime_error("redis-server did not come up");
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-}
-
-void redis_process::stop() {
-    if (pid_ <= 0) return;
-    ::kill(pid_, SIGKILL);
-    int status = 0;
-    ::waitpid(pid_, &status, 0);
-    pid_ = -1;
 }
 
 client::client(std::uint16_t port, std::chrono::milliseconds timeout) {

@@ -1,8 +1,7 @@
 #pragma once
-// What the redis suite needs: a redis-server child process on a free loopback port, a
-// blocking RESP client with a receive timeout, and the proxy running on a thread.
-#include <sys/types.h>
-
+// What the redis suite needs: a redis-server child process on a free loopback port
+// (tools/demo/redis_process.hpp), a blocking RESP client with a receive timeout, and the
+// proxy running on a thread.
 #include <boost/asio/io_context.hpp>
 #include <chrono>
 #include <cstdint>
@@ -13,34 +12,16 @@
 #include <vector>
 
 #include "proxy_server.hpp"
+#include "redis_process.hpp"
 #include "resp.hpp"
 
 namespace fairpool::demo::testing {
 
-// A port free at the time of asking (bound to port 0, then released).
-[[nodiscard]] std::uint16_t free_port();
+using fairpool::demo::free_port;
+using fairpool::demo::redis_process;
 
 // The redis-server the build found (FAIRPOOL_REDIS_SERVER), or empty.
 [[nodiscard]] std::string redis_server_path();
-
-// redis-server --port P --bind 127.0.0.1 --save '' --appendonly no, as a child process.
-class redis_process {
-public:
-    explicit redis_process(std::string path);
-    redis_process(const redis_process&) = delete;
-    redis_process& operator=(const redis_process&) = delete;
-    ~redis_process() { stop(); }
-
-    void start();  // on the same port as before; returns once it answers PING
-    void stop();   // SIGKILL, then reaped
-    [[nodiscard]] std::uint16_t port() const noexcept { return port_; }
-    [[nodiscard]] boost::asio::ip::tcp::endpoint endpoint() const;
-
-private:
-    std::string path_;
-    std::uint16_t port_;
-    pid_t pid_ = -1;
-};
 
 // A blocking RESP client on a plain socket. Every read gives up after `timeout`
 // (throws), so a missing reply fails the test instead of hanging it.

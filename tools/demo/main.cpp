@@ -10,7 +10,6 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/use_awaitable.hpp>
-#include <charconv>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -18,6 +17,7 @@
 #include <string>
 #include <string_view>
 
+#include "command_line.hpp"
 #include "embedded_backend.hpp"
 #include "fairpool/core/prometheus.hpp"
 #include "load_generator.hpp"
@@ -63,30 +63,13 @@ struct options {
     std::optional<unsigned long> metrics_port;
 };
 
-bool number(std::string_view s, unsigned long& out, unsigned long max) {
-    const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
-    return ec == std::errc{} && end == s.data() + s.size() && out <= max;
-}
-
-std::optional<tcp::endpoint> endpoint(std::string_view s) {
-    const auto colon = s.rfind(':');
-    unsigned long port = 0;
-    if (colon == std::string_view::npos || !number(s.substr(colon + 1), port, 65535)) return std::nullopt;
-    std::string host(s.substr(0, colon));
-    if (host == "localhost") host = "127.0.0.1";
-    boost::system::error_code ec;
-    const auto address = asio::ip::make_address(host, ec);
-    if (ec) return std::nullopt;
-    return tcp::endpoint(address, static_cast<std::uint16_t>(port));
-}
-
 std::optional<options> parse(int argc, char** argv) {
     options o;
     for (int i = 1; i < argc; ++i) {
         const std::string_view a = argv[i];
         const auto value = [&]() -> std::string_view { return i + 1 < argc ? argv[++i] : ""; };
         const auto num = [&](unsigned long& out, unsigned long max) {
-            if (number(value(), out, max)) return true;
+            if (parse_number(value(), out, max)) return true;
             std::fprintf(stderr, "fairpool-demo: %s needs a number up to %lu\n", argv[i - 1], max);
             return false;
         };
@@ -95,7 +78,7 @@ std::optional<options> parse(int argc, char** argv) {
             std::fputs(usage, stdout);
             std::exit(0);
         } else if (a == "--backend") {
-            o.backend = endpoint(value());
+            o.backend = parse_endpoint(value());
             if (!o.backend) {
                 std::fprintf(stderr, "fairpool-demo: --backend needs HOST:PORT (an IP address or localhost)\n");
                 return std::nullopt;

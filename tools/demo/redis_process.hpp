@@ -1,0 +1,36 @@
+#pragma once
+// A real redis-server as a child process on a free loopback port, for the redis test
+// suite and bench/redis_sessions: no persistence, killed and reaped on destruction.
+#include <sys/types.h>
+
+#include <boost/asio/ip/tcp.hpp>
+#include <cstdint>
+#include <string>
+
+namespace fairpool::demo {
+
+// A loopback port free at the time of asking (bound to port 0, then released).
+[[nodiscard]] std::uint16_t free_port();
+
+// redis-server --port P --bind 127.0.0.1 --save '' --appendonly no.
+class redis_process {
+public:
+    // Starts `path` (a path or a name looked up in PATH); throws std::runtime_error if
+    // it cannot be started or does not answer PING within 10 s.
+    explicit redis_process(std::string path);
+    redis_process(const redis_process&) = delete;
+    redis_process& operator=(const redis_process&) = delete;
+    ~redis_process() { stop(); }
+
+    void start();  // on the same port as before; returns once it answers PING
+    void stop();   // SIGKILL, then reaped: a crash, as far as its clients can tell
+    [[nodiscard]] std::uint16_t port() const noexcept { return port_; }
+    [[nodiscard]] boost::asio::ip::tcp::endpoint endpoint() const;
+
+private:
+    std::string path_;
+    std::uint16_t port_;
+    pid_t pid_ = -1;
+};
+
+}  // namespace fairpool::demo
