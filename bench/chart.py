@@ -12,7 +12,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-DESIGNS = ["fairpool", "mutex_condvar", "servicing_task", "notify_retry", "channel"]
+from report import DESIGNS  # noqa: E402  (bench/report.py, beside this file)
+
 COLORS = ["#d62728", "#7f7f7f", "#1f77b4", "#ff7f0e", "#2ca02c"]
 
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Turns Google Benchmark JSON from core_bench (run with repetitions and
+"""Turns Google Benchmark JSON from core_bench (one run, or repetitions with
 --benchmark_report_aggregates_only) into bench rows on stdout, one JSON object per
 line: {"scenario", "design": "fairpool", "metric", "value", "unit"}.
 
@@ -13,9 +13,11 @@ import sys
 def main(path):
     with open(path) as f:
         data = json.load(f)
+    # With repetitions, the median aggregates; with one run (bench/run --quick), the run.
+    repeated = any(b.get("aggregate_name") == "median" for b in data["benchmarks"])
     medians = {}
     for b in data["benchmarks"]:
-        if b.get("aggregate_name") != "median":
+        if repeated and b.get("aggregate_name") != "median":
             continue
         name = b["run_name"]  # e.g. "cycle", "queued_waiters/1000"
         medians[name] = b["cpu_time"]
