@@ -22,20 +22,21 @@ using fairpool::core::scheduler;
 constexpr std::uint64_t slots = 4;
 
 // Keeps the lease of each slot: the benchmark releases it next.
-class last_grant final : public fairpool::core::effect_sink {
-public:
-    void on_effect(const effect& f) override {
-        if (f.kind == fairpool::core::effect_kind::grant) grant = f, lease_of[f.slot] = f.lease;
-    }
+struct last_grant {
     effect grant;
     std::array<std::uint64_t, slots> lease_of{};
+
+    void observe(const fairpool::core::step_result& r) {
+        for (const effect& f : r.effects)
+            if (f.kind == fairpool::core::effect_kind::grant) grant = f, lease_of[f.slot] = f.lease;
+    }
 };
 
 // A started pool with every slot spawned and leased; returns the time reached.
 std::uint64_t warm_and_lease_all(scheduler& s, last_grant& sink, std::uint64_t& waiter) {
-    s.step(event::start(0), sink);
-    for (std::uint32_t i = 0; i < slots; ++i) s.step(event::spawned(1, i), sink);
-    for (std::uint32_t i = 0; i < slots; ++i) s.step(event::acquire(2, waiter++, 0), sink);
+    sink.observe(s.step(event::start(0)));
+    for (std::uint32_t i = 0; i < slots; ++i) sink.observe(s.step(event::spawned(1, i)));
+    for (std::uint32_t i = 0; i < slots; ++i) sink.observe(s.step(event::acquire(2, waiter++, 0)));
     return 2;
 }
 
@@ -44,13 +45,13 @@ void cycle(benchmark::State& state) {
     c.max_slots = c.min_slots = 1;
     scheduler s(c, 1);
     last_grant sink;
-    s.step(event::start(0), sink);
-    s.step(event::spawned(1, 0), sink);
+    sink.observe(s.step(event::start(0)));
+    sink.observe(s.step(event::spawned(1, 0)));
     std::uint64_t now = 2;
     std::uint64_t waiter = 1;
     for (auto _ : state) {
-        s.step(event::acquire(now, waiter++, 7), sink);
-        s.step(event::release(now, sink.grant.slot, sink.grant.lease), sink);
+        sink.observe(s.step(event::acquire(now, waiter++, 7)));
+        sink.observe(s.step(event::release(now, sink.grant.slot, sink.grant.lease)));
         ++now;
     }
     state.SetItemsProcessed(state.iterations());
@@ -67,12 +68,12 @@ void queued(benchmark::State& state, std::uint64_t waiters, std::uint64_t handle
     last_grant sink;
     std::uint64_t waiter = 1;
     std::uint64_t now = warm_and_lease_all(s, sink, waiter);
-    for (std::uint64_t i = 0; i < waiters; ++i) s.step(event::acquire(now, waiter++, i % handles), sink);
+    for (std::uint64_t i = 0; i < waiters; ++i) sink.observe(s.step(event::acquire(now, waiter++, i % handles)));
     std::uint32_t next_slot = 0;
     for (auto _ : state) {
         ++now;
-        s.step(event::release(now, next_slot, sink.lease_of[next_slot]), sink);
-        s.step(event::acquire(now, waiter, waiter % handles), sink);
+        sink.observe(s.step(event::release(now, next_slot, sink.lease_of[next_slot])));
+        sink.observe(s.step(event::acquire(now, waiter, waiter % handles)));
         ++waiter;
         next_slot = (next_slot + 1) % slots;
     }

@@ -13,18 +13,12 @@
 namespace fairpool::testing {
 namespace {
 
-class transcript final : public core::effect_sink {
-public:
-    explicit transcript(random_workload* workload) : workload_(workload) {}
-    void on_effect(const core::effect& f) override {
-        text += "= " + trace::format(f) + "\n";
-        if (workload_) workload_->on_effect(f);
-    }
-    std::string text;
-
-private:
-    random_workload* workload_;
-};
+// The trace text of one step: its event, then its effects or its error.
+void append_step(std::string& text, const core::event& e, const core::step_result& r) {
+    text += trace::format_line(e) + "\n";
+    for (const core::effect& f : r.effects) text += "= " + trace::format(f) + "\n";
+    if (!r.ok()) text += std::string("! ") + core::to_string(r.error) + "\n";
+}
 
 core::config busy_config() {
     core::config c;
@@ -45,24 +39,19 @@ core::config busy_config() {
 std::vector<core::event> record_events(const core::config& c, std::uint64_t seed, int steps) {
     core::scheduler s(c, 1);
     random_workload workload(c, seed, static_cast<std::uint64_t>(steps) + 1);
-    transcript sink(&workload);
     std::vector<core::event> events;
     for (int i = 0; i < steps; ++i) {
         events.push_back(workload.next(s));
-        workload.admitted(events.back(), s.step(events.back(), sink));
+        workload.observe(events.back(), s.step(events.back()));
     }
     return events;
 }
 
 template <class Machine>
 std::string replay(Machine machine, const std::vector<core::event>& events) {
-    transcript sink(nullptr);
-    for (const core::event& e : events) {
-        sink.text += trace::format_line(e) + "\n";
-        const auto error = machine.step(e, sink);
-        if (error != core::event_error::ok) sink.text += std::string("! ") + core::to_string(error) + "\n";
-    }
-    return sink.text;
+    std::string text;
+    for (const core::event& e : events) append_step(text, e, machine.step(e));
+    return text;
 }
 
 TEST(determinism, same_events_give_byte_identical_effects) {

@@ -1,6 +1,14 @@
 #pragma once
 // Test driver: feeds events to a scheduler (or to the reference model) and returns
 // the effects of each step as trace-format strings, so that tests read like traces.
+//
+// A test says what it expects of every step. `d(e)` expects the event to be accepted:
+// a refused event fails the test (naming the event and its error), so
+// `EXPECT_EQ(d(e), effects{})` can never pass on a refusal. `d.refused(e, code)`
+// expects exactly that refusal (and no effects). `d.outcome(e)` is for tables of
+// mixed steps: the effects, then "! code" if the event was refused.
+#include <gtest/gtest.h>
+
 #include <string>
 #include <vector>
 
@@ -12,31 +20,45 @@ namespace fairpool::testing {
 
 using effects = std::vector<std::string>;
 
-class string_sink final : public core::effect_sink {
-public:
+inline effects formatted(const core::step_result& r) {
     effects lines;
-    void on_effect(const core::effect& f) override { lines.push_back(trace::format(f)); }
-};
+    for (const core::effect& f : r.effects) lines.push_back(trace::format(f));
+    return lines;
+}
 
 template <class Machine>
 class driver {
 public:
     explicit driver(const core::config& c) : machine_(c) {}
 
-    // Runs one event; returns its effects. The error it returned is in error().
+    // Runs one event that must be accepted; returns its effects.
     effects operator()(const core::event& e) {
-        string_sink sink;
-        error_ = machine_.step(e, sink);
-        return sink.lines;
+        const core::step_result r = machine_.step(e);
+        if (!r.ok()) ADD_FAILURE() << "refused: " << trace::format_line(e) << " ! " << core::to_string(r.error);
+        return formatted(r);
     }
 
-    [[nodiscard]] core::event_error error() const { return error_; }
+    // Runs one event that must be refused with `expected` (and so emit nothing).
+    void refused(const core::event& e, core::event_error expected) {
+        const core::step_result r = machine_.step(e);
+        EXPECT_EQ(std::string(core::to_string(r.error)), std::string(core::to_string(expected)))
+            << trace::format_line(e);
+        EXPECT_TRUE(r.effects.empty()) << trace::format_line(e);
+    }
+
+    // Runs one event, accepted or not: its effects, then "! CODE" if it was refused.
+    effects outcome(const core::event& e) {
+        const core::step_result r = machine_.step(e);
+        effects lines = formatted(r);
+        if (!r.ok()) lines.push_back(std::string("! ") + core::to_string(r.error));
+        return lines;
+    }
+
     [[nodiscard]] Machine& machine() { return machine_; }
     [[nodiscard]] const Machine& machine() const { return machine_; }
 
 private:
     Machine machine_;
-    core::event_error error_ = core::event_error::ok;
 };
 
 }  // namespace fairpool::testing

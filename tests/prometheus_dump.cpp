@@ -12,10 +12,6 @@ namespace {
 
 using namespace fairpool::core;
 
-struct ignore_effects : effect_sink {
-    void on_effect(const effect&) override {}
-};
-
 // Grants at once and after waits of various lengths, a timeout, a saturation, a dirty
 // release: most counters and several histogram buckets end up non-zero.
 stats scenario() {
@@ -23,16 +19,15 @@ stats scenario() {
     c.max_slots = 1;
     c.max_waiters = 2;
     scheduler pool(c);
-    ignore_effects out;
-    (void)pool.step(event::start(0), out);
-    (void)pool.step(event::acquire(10, 1, 1), out);      // spawn
-    (void)pool.step(event::spawned(2'000, 0), out);      // grant 1 after 1990 ns
-    (void)pool.step(event::acquire(3'000, 2, 2), out);   // queued
-    (void)pool.step(event::acquire(3'000, 3, 3, 4'000), out);  // queued, deadline
-    (void)pool.step(event::acquire(3'000, 4, 4), out);   // saturated
-    (void)pool.step(event::tick(4'000), out);            // 3 times out
-    (void)pool.step(event::release(5'000'000, 0, 1), out);  // grant 2 after ~5 ms
-    (void)pool.step(event::release(6'000'000, 0, 2, release_outcome::dirty), out);
+    (void)pool.step(event::start(0));
+    (void)pool.step(event::acquire(10, 1, 1));      // spawn
+    (void)pool.step(event::spawned(2'000, 0));      // grant 1 after 1990 ns
+    (void)pool.step(event::acquire(3'000, 2, 2));   // queued
+    (void)pool.step(event::acquire(3'000, 3, 3, 4'000));  // queued, deadline
+    (void)pool.step(event::acquire(3'000, 4, 4));   // saturated
+    (void)pool.step(event::tick(4'000));            // 3 times out
+    (void)pool.step(event::release(5'000'000, 0, 1));  // grant 2 after ~5 ms
+    (void)pool.step(event::release(6'000'000, 0, 2, release_outcome::dirty));
     return pool.counters();
 }
 

@@ -12,7 +12,7 @@
 
 namespace fairpool::testing {
 
-class random_workload final : public core::effect_sink {
+class random_workload {
 public:
     random_workload(const core::config& c, std::uint64_t seed, std::uint64_t max_waiter_ids)
         : config_(c.resolved()), rng_(seed), lease_of_slot_(config_.max_slots, 0),
@@ -38,17 +38,17 @@ public:
         return slot_event(m);
     }
 
-    void on_effect(const core::effect& f) override {
-        if (f.kind == core::effect_kind::grant) lease_of_slot_[f.slot] = f.lease;
-        if (f.kind == core::effect_kind::grant || f.kind == core::effect_kind::reject) forget(f.waiter);
-    }
-
-    // Call after each step with the acquire's error, so admitted waiters are tracked.
-    void admitted(const core::event& e, core::event_error error) {
-        if (e.kind != core::event_kind::acquire || error != core::event_error::ok) return;
-        if (e.waiter < live_position_.size() && live_position_[e.waiter] == pending) {
+    // Call after each step with its result: admitted waiters are tracked until their
+    // grant or rejection, and each slot's current lease is remembered.
+    void observe(const core::event& e, const core::step_result& r) {
+        if (e.kind == core::event_kind::acquire && r.ok() && e.waiter < live_position_.size() &&
+            live_position_[e.waiter] == pending) {
             live_position_[e.waiter] = static_cast<std::uint32_t>(live_.size());
             live_.push_back(e.waiter);
+        }
+        for (const core::effect& f : r.effects) {
+            if (f.kind == core::effect_kind::grant) lease_of_slot_[f.slot] = f.lease;
+            if (f.kind == core::effect_kind::grant || f.kind == core::effect_kind::reject) forget(f.waiter);
         }
     }
 

@@ -172,7 +172,6 @@ TYPED_TEST(behaviour, cancel_before_grant_rejects_once) {
     d(E::acquire(3, 2, 1));
     EXPECT_EQ(d(E::cancel(4, 2)), (effects{"reject waiter=2 reason=cancelled"}));
     EXPECT_EQ(d(E::cancel(5, 2)), effects{});
-    EXPECT_EQ(d.error(), event_error::ok);
     EXPECT_EQ(d(E::release(6, 0, 1)), effects{});  // nobody waits any more
     EXPECT_EQ(d.machine().counters().slots[static_cast<int>(core::slot_state::idle)], 1u);
 }
@@ -183,7 +182,6 @@ TYPED_TEST(behaviour, cancel_crossing_a_grant_has_no_effect) {
     d(E::acquire(3, 2, 1));
     EXPECT_EQ(d(E::release(4, 0, 1)), (effects{"grant waiter=2 slot=0 lease=2"}));
     EXPECT_EQ(d(E::cancel(5, 2)), effects{});
-    EXPECT_EQ(d.error(), event_error::ok);
     EXPECT_EQ(d(E::cancel(5, 77)), effects{});  // never known: also nothing
     EXPECT_EQ(d.machine().counters().rejections[static_cast<int>(core::reject_reason::cancelled)], 0u);
 }
@@ -406,8 +404,7 @@ TYPED_TEST(behaviour, shutdown_rejects_queued_and_later_waiters_and_retires_slot
     EXPECT_EQ(d(E::shutdown(10)), effects{});
     EXPECT_EQ(d(E::tick(11)), effects{});
     EXPECT_EQ(d(E::acquire(12, 5, 1)), (effects{"reject waiter=5 reason=closed"}));
-    EXPECT_EQ(d(E::start(13)), effects{});
-    EXPECT_EQ(d.error(), event_error::already_started);
+    d.refused(E::start(13), event_error::already_started);
     EXPECT_EQ(d.machine().counters().rejections[static_cast<int>(core::reject_reason::closed)], 4u);
     EXPECT_EQ(d.machine().next_deadline(), std::nullopt);
 }
@@ -423,8 +420,7 @@ TYPED_TEST(behaviour, shutdown_retires_idle_slots_by_slot_index_and_closes_once)
     EXPECT_EQ(d(E::retired(5, 1)), effects{});  // no min_slots restore while closing
     EXPECT_EQ(d(E::retired(5, 0)), effects{});
     EXPECT_EQ(d(E::retired(6, 2)), (effects{"closed"}));
-    EXPECT_EQ(d(E::retired(7, 2)), effects{});
-    EXPECT_EQ(d.error(), event_error::not_retiring);
+    d.refused(E::retired(7, 2), event_error::not_retiring);
 }
 
 TYPED_TEST(behaviour, shutdown_of_an_empty_pool_closes_at_once) {

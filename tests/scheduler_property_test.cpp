@@ -16,8 +16,7 @@
 #include <set>
 
 #include "fairpool/core/scheduler.hpp"
-#include "fairpool/model/effect_log.hpp"
-#include "fairpool/model/invariant_checker.hpp"
+#include "fairpool/model/lockstep.hpp"
 #include "fairpool/model/reference_model.hpp"
 #include "fairpool/trace/format.hpp"
 
@@ -39,21 +38,21 @@ struct generation_state {
     std::map<std::uint32_t, std::uint64_t> lease_of_slot;
 };
 
+// The core, the model and the invariant checker in lock step (model/lockstep.hpp: the
+// same oracle as fairpool-replay --invariants, fairpool-sim and the fuzzers).
 struct system_under_test {
-    core::scheduler core;
-    model::reference_model ref;
-    model::invariant_checker checker;
+    model::lockstep machines;
     nanos now = 0;  // of the last valid event
 };
 
 using step_command = rc::state::Command<generation_state, system_under_test>;
 
-void observe(generation_state& g, const event& e, core::event_error error, const std::vector<core::effect>& fx) {
-    if (error != core::event_error::ok) return;
+void observe(generation_state& g, const event& e, const core::step_result& r) {
+    if (!r.ok()) return;
     g.now = e.now;
     if (e.kind == core::event_kind::start) g.started = true;
     if (e.kind == core::event_kind::acquire) g.live_waiters.insert(e.waiter);
-    for (const core::effect& f : fx) {
+    for (const core::effect& f : r.effects) {
         if (f.kind == core::effect_kind::grant) g.lease_of_slot[f.slot] = f.lease;
         if (f.kind == core::effect_kind::grant || f.kind == core::effect_kind::reject) g.live_waiters.erase(f.waiter);
     }
@@ -146,31 +145,16 @@ struct step final : step_command {
     }
 
     void apply(generation_state& g) const override {
-        model::effect_log log;
-        const auto error = g.ref.step(e, log);
-        if (e.kind == core::event_kind::acquire && error == core::event_error::ok) g.next_waiter = e.waiter + 1;
-        observe(g, e, error, log.effects);
+        const core::step_result r = g.ref.step(e);
+        if (e.kind == core::event_kind::acquire && r.ok()) g.next_waiter = e.waiter + 1;
+        observe(g, e, r);
     }
 
     void run(const generation_state&, system_under_test& sut) const override {
-        model::effect_log expected;
-        model::effect_log actual;
-        const auto expected_error = sut.ref.step(e, expected);
-        const auto actual_error = sut.core.step(e, actual);
-        RC_ASSERT(core::to_string(actual_error) == std::string(core::to_string(expected_error)));
-        RC_ASSERT(formatted(actual.effects) == formatted(expected.effects));
-        RC_ASSERT(sut.core.counters() == sut.ref.counters());
-        RC_ASSERT(sut.core.next_deadline() == sut.ref.next_deadline());
-        const auto breach = sut.checker.check_step(e, actual_error, actual.effects, sut.core.counters());
-        RC_ASSERT(breach.value_or("") == std::string());
-        if (actual_error == core::event_error::ok) sut.now = e.now;
-        check_deadline_is_exact(sut.core, sut.now);
-    }
-
-    static std::vector<std::string> formatted(const std::vector<core::effect>& fx) {
-        std::vector<std::string> out;
-        for (const auto& f : fx) out.push_back(trace::format(f));
-        return out;
+        const auto outcome = sut.machines.step(e);
+        RC_ASSERT(outcome.breach.value_or("") == std::string());
+        if (outcome.error == core::event_error::ok) sut.now = e.now;
+        check_deadline_is_exact(sut.machines.core(), sut.now);
     }
 
     // A tick at next_deadline() emits an effect; a tick one nanosecond earlier (if
@@ -180,12 +164,10 @@ struct step final : step_command {
         if (!deadline) return;
         RC_ASSERT(*deadline > now);
         core::scheduler at = s;
-        model::effect_log fired;
-        at.step(event::tick(*deadline), fired);
-        RC_ASSERT(!fired.effects.empty());
+        RC_ASSERT(!at.step(event::tick(*deadline)).effects.empty());
         core::scheduler before = s;
-        model::effect_log quiet;
-        if (before.step(event::tick(*deadline - 1), quiet) == core::event_error::ok) RC_ASSERT(quiet.effects.empty());
+        const core::step_result quiet = before.step(event::tick(*deadline - 1));
+        if (quiet.ok()) RC_ASSERT(quiet.effects.empty());
     }
 
     void show(std::ostream& os) const override { os << trace::format_line(e); }
@@ -216,11 +198,10 @@ RC_GTEST_PROP(scheduler_property, core_matches_model_and_invariants_hold, ()) {
     RC_TAG(c.policy == core::fairness_policy::fifo ? "fifo" : "round_robin");
     RC_LOG() << trace::format_canonical(c) << "\n";
     const generation_state initial(c);
-    system_under_test sut{core::scheduler(c, *rc::gen::arbitrary<std::uint64_t>()), model::reference_model(c),
-                          model::invariant_checker(c)};
+    system_under_test sut{model::lockstep(c, *rc::gen::arbitrary<std::uint64_t>())};
     rc::state::check(initial, sut, rc::state::gen::execOneOfWithArgs<step>());
     // How deep the sequences reach, printed in the summary.
-    const core::stats& s = sut.core.counters();
+    const core::stats& s = sut.machines.core().counters();
     RC_CLASSIFY(s.grants_after_wait >= 10, "10+ grants after waiting");
     RC_CLASSIFY(s.rejections[static_cast<int>(core::reject_reason::timeout)] > 0, "timeouts");
     RC_CLASSIFY(s.rejections[static_cast<int>(core::reject_reason::saturated)] > 0, "saturated");

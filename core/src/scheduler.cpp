@@ -34,6 +34,7 @@ scheduler::scheduler(const config& c) : scheduler(c, random_seed()) {}
 
 scheduler::scheduler(const config& c, std::uint64_t hash_seed)
     : config_(checked(c)),
+      effects_(max_effects_per_step(config_)),
       slots_(config_.max_slots),
       idle_links_(u32(config_.max_slots)),
       leak_links_(u32(config_.max_slots)),
@@ -57,18 +58,19 @@ scheduler::scheduler(const config& c, std::uint64_t hash_seed)
 // ---------------------------------------------------------------------------------
 // Step (section 5)
 
-event_error scheduler::step(const event& e, effect_sink& sink) {
-    if (const event_error error = validate(e); error != event_error::ok) return error;
+step_result scheduler::step(const event& e) {
+    effects_.clear();
+    if (const event_error error = validate(e); error != event_error::ok) return {error, {}};
     now_ = e.now;
     if (e.kind == event_kind::start) started_ = true;
-    expire(sink);
-    apply(e, sink);
-    hand_out(sink);
-    plan_spawns(sink);
-    close_if_done(sink);
+    expire();
+    apply(e);
+    hand_out();
+    plan_spawns();
+    close_if_done();
     FAIRPOOL_ASSERT(idle_order_.empty() || arrivals_order_.empty());
     FAIRPOOL_ASSERT(stats_.queued_waiters == arrivals_order_.size);
-    return event_error::ok;
+    return {event_error::ok, {effects_.data(), effects_.size()}};
 }
 
 event_error scheduler::validate(const event& e) const noexcept {
@@ -105,19 +107,19 @@ event_error scheduler::validate_slot(const event& e, slot_state needed, event_er
 // ---------------------------------------------------------------------------------
 // Step 2: time-driven work
 
-void scheduler::expire(effect_sink& sink) {
-    expire_waiters(sink);
-    report_leaks(sink);
-    retire_aged_idle(sink);
-    retire_idle_timeouts(sink);
+void scheduler::expire() {
+    expire_waiters();
+    report_leaks();
+    retire_aged_idle();
+    retire_idle_timeouts();
 }
 
-void scheduler::expire_waiters(effect_sink& sink) {
+void scheduler::expire_waiters() {
     while (!deadlines_.empty() && deadlines_.earliest().primary <= now_)
-        reject_queued(deadlines_.earliest().item, reject_reason::timeout, sink);
+        reject_queued(deadlines_.earliest().item, reject_reason::timeout);
 }
 
-void scheduler::report_leaks(effect_sink& sink) {
+void scheduler::report_leaks() {
     if (config_.leak_threshold == 0) return;
     scratch_.clear();
     while (!unreported_leases_.empty()) {
@@ -130,57 +132,57 @@ void scheduler::report_leaks(effect_sink& sink) {
     std::sort(scratch_.begin(), scratch_.end());
     for (const std::uint32_t s : scratch_) {
         ++stats_.leaks_suspected;
-        emit(sink, effect::leak_suspected(s, slots_[s].lease));
+        emit(effect::leak_suspected(s, slots_[s].lease));
     }
 }
 
-void scheduler::retire_aged_idle(effect_sink& sink) {
+void scheduler::retire_aged_idle() {
     if (config_.max_lifetime == 0) return;
     scratch_.clear();
     while (!aged_idle_.empty() && reached(saturating_add(aged_idle_.top().primary, config_.max_lifetime), now_))
         scratch_.push_back(aged_idle_.top().item), leave_idle(aged_idle_.top().item);
-    retire_sorted_scratch(retire_reason::max_lifetime, sink);
+    retire_sorted_scratch(retire_reason::max_lifetime);
 }
 
-void scheduler::retire_idle_timeouts(effect_sink& sink) {
+void scheduler::retire_idle_timeouts() {
     if (config_.idle_timeout == 0) return;
     while (!idle_order_.empty() && live() > config_.min_slots) {
         const std::uint32_t oldest = idle_order_.head;
         if (!reached(saturating_add(slots_[oldest].idle_since, config_.idle_timeout), now_)) return;
         leave_idle(oldest);
-        retire(oldest, retire_reason::idle, sink);
+        retire(oldest, retire_reason::idle);
     }
 }
 
 // ---------------------------------------------------------------------------------
 // Step 3: the event itself
 
-void scheduler::apply(const event& e, effect_sink& sink) {
+void scheduler::apply(const event& e) {
     switch (e.kind) {
         case event_kind::start:
         case event_kind::tick: return;
-        case event_kind::acquire: return acquire(e, sink);
-        case event_kind::cancel: return cancel(e.waiter, sink);
-        case event_kind::deregister: return deregister(e.handle, sink);
-        case event_kind::release: return release(e, sink);
-        case event_kind::spawned: return spawned(e.slot, sink);
+        case event_kind::acquire: return acquire(e);
+        case event_kind::cancel: return cancel(e.waiter);
+        case event_kind::deregister: return deregister(e.handle);
+        case event_kind::release: return release(e);
+        case event_kind::spawned: return spawned(e.slot);
         case event_kind::spawn_failed: return spawn_failed(e.slot);
         case event_kind::retired: return become_empty(e.slot);
-        case event_kind::died: return died(e.slot, sink);
-        case event_kind::shutdown: return shutdown(sink);
+        case event_kind::died: return died(e.slot);
+        case event_kind::shutdown: return shutdown();
     }
 }
 
-void scheduler::acquire(const event& e, effect_sink& sink) {
+void scheduler::acquire(const event& e) {
     ++stats_.acquires;
     if (shutting_down_) {
         ++stats_.rejections[static_cast<int>(reject_reason::closed)];
-        return emit(sink, effect::reject(e.waiter, reject_reason::closed));
+        return emit(effect::reject(e.waiter, reject_reason::closed));
     }
     if (!idle_order_.empty()) {  // by step 4, nobody is queued: no barging possible
         FAIRPOOL_ASSERT(arrivals_order_.empty());
         ++stats_.grants_immediate;
-        return grant(e.waiter, take_idle_slot(), now_, sink);
+        return grant(e.waiter, take_idle_slot(), now_);
     }
     const nanos deadline = effective_deadline(e);
     reject_reason why{};
@@ -194,7 +196,7 @@ void scheduler::acquire(const event& e, effect_sink& sink) {
         why = reject_reason::saturated;
     }
     ++stats_.rejections[static_cast<int>(why)];
-    emit(sink, effect::reject(e.waiter, why));
+    emit(effect::reject(e.waiter, why));
 }
 
 nanos scheduler::effective_deadline(const event& e) const noexcept {
@@ -203,35 +205,35 @@ nanos scheduler::effective_deadline(const event& e) const noexcept {
     return deadline;
 }
 
-void scheduler::cancel(std::uint64_t waiter_id, effect_sink& sink) {
+void scheduler::cancel(std::uint64_t waiter_id) {
     const std::uint32_t w = waiter_ids_.find(waiter_id);
-    if (w != no_index) reject_queued(w, reject_reason::cancelled, sink);
+    if (w != no_index) reject_queued(w, reject_reason::cancelled);
 }
 
-void scheduler::deregister(std::uint64_t handle_id, effect_sink& sink) {
+void scheduler::deregister(std::uint64_t handle_id) {
     const std::uint32_t h = handle_ids_.find(handle_id);
     if (h == no_index) return;
     // The handle record is freed with its last waiter: count first.
     for (std::uint32_t n = handles_[h].waiters.size; n > 0; --n)
-        reject_queued(handles_[h].waiters.head, reject_reason::deregistered, sink);
+        reject_queued(handles_[h].waiters.head, reject_reason::deregistered);
 }
 
-void scheduler::release(const event& e, effect_sink& sink) {
+void scheduler::release(const event& e) {
     const std::uint32_t s = e.slot;
     end_lease(s);
     const slot_record& slot = slots_[s];
-    if (e.outcome == release_outcome::dirty) return retire(s, retire_reason::dirty, sink);
-    if (shutting_down_) return retire(s, retire_reason::shutdown, sink);
-    if (config_.max_uses > 0 && slot.uses >= config_.max_uses) return retire(s, retire_reason::max_uses, sink);
+    if (e.outcome == release_outcome::dirty) return retire(s, retire_reason::dirty);
+    if (shutting_down_) return retire(s, retire_reason::shutdown);
+    if (config_.max_uses > 0 && slot.uses >= config_.max_uses) return retire(s, retire_reason::max_uses);
     if (config_.max_lifetime > 0 && reached(saturating_add(slot.birth, config_.max_lifetime), now_))
-        return retire(s, retire_reason::max_lifetime, sink);
+        return retire(s, retire_reason::max_lifetime);
     become_idle(s);
 }
 
-void scheduler::spawned(std::uint32_t s, effect_sink& sink) {
+void scheduler::spawned(std::uint32_t s) {
     spawn_failures_in_a_row_ = 0;
     backoff_end_ = 0;
-    if (shutting_down_) return retire(s, retire_reason::shutdown, sink);
+    if (shutting_down_) return retire(s, retire_reason::shutdown);
     slots_[s].birth = now_;
     slots_[s].uses = 0;
     become_idle(s);
@@ -251,26 +253,26 @@ void scheduler::spawn_failed(std::uint32_t s) {
 
 // Step 2 may already have retired the slot (max_lifetime, idle_timeout): then the
 // death changes nothing more.
-void scheduler::died(std::uint32_t s, effect_sink& sink) {
+void scheduler::died(std::uint32_t s) {
     if (slots_[s].state != slot_state::idle) return;
     leave_idle(s);
-    retire(s, retire_reason::died, sink);
+    retire(s, retire_reason::died);
 }
 
-void scheduler::shutdown(effect_sink& sink) {
+void scheduler::shutdown() {
     if (shutting_down_) return;
     shutting_down_ = true;
-    while (!arrivals_order_.empty()) reject_queued(arrivals_order_.head, reject_reason::closed, sink);
+    while (!arrivals_order_.empty()) reject_queued(arrivals_order_.head, reject_reason::closed);
     scratch_.clear();
     while (!idle_order_.empty()) scratch_.push_back(idle_order_.head), leave_idle(idle_order_.head);
-    retire_sorted_scratch(retire_reason::shutdown, sink);
+    retire_sorted_scratch(retire_reason::shutdown);
 }
 
 // ---------------------------------------------------------------------------------
 // Steps 4 to 6
 
-void scheduler::hand_out(effect_sink& sink) {
-    while (!idle_order_.empty() && !arrivals_order_.empty()) grant_queued(next_waiter(), sink);
+void scheduler::hand_out() {
+    while (!idle_order_.empty() && !arrivals_order_.empty()) grant_queued(next_waiter());
 }
 
 std::uint32_t scheduler::next_waiter() const noexcept {
@@ -279,13 +281,13 @@ std::uint32_t scheduler::next_waiter() const noexcept {
     return handles_[rotation_.head].waiters.head;
 }
 
-void scheduler::plan_spawns(effect_sink& sink) {
+void scheduler::plan_spawns() {
     if (shutting_down_ || !reached(backoff_end_, now_)) return;
     for (std::int64_t n = spawn_budget(); n > 0; --n) {
         const std::uint32_t s = empty_slots_.pop();
         set_state(s, slot_state::spawning);
         ++stats_.spawns;
-        emit(sink, effect::spawn(s));
+        emit(effect::spawn(s));
     }
 }
 
@@ -298,11 +300,11 @@ std::int64_t scheduler::spawn_budget() const noexcept {
     return std::min({wanted, static_cast<std::int64_t>(count(slot_state::empty)), concurrency - spawning});
 }
 
-void scheduler::close_if_done(effect_sink& sink) {
+void scheduler::close_if_done() {
     if (!shutting_down_ || closed_ || count(slot_state::empty) != config_.max_slots) return;
     FAIRPOOL_ASSERT(arrivals_order_.empty());
     closed_ = true;
-    emit(sink, effect::closed());
+    emit(effect::closed());
 }
 
 // ---------------------------------------------------------------------------------
@@ -330,7 +332,7 @@ void scheduler::enqueue(const event& e, nanos deadline) {
     ++stats_.queued_waiters;
 }
 
-void scheduler::grant_queued(std::uint32_t w, effect_sink& sink) {
+void scheduler::grant_queued(std::uint32_t w) {
     const waiter_record waiter = waiters_[w];
     handle_record& handle = handles_[waiter.handle];
     FAIRPOOL_ASSERT(handle.waiters.head == w);  // FIFO inside a handle
@@ -345,14 +347,14 @@ void scheduler::grant_queued(std::uint32_t w, effect_sink& sink) {
         }
     }
     ++stats_.grants_after_wait;
-    grant(waiter.id, take_idle_slot(), waiter.arrived_at, sink);
+    grant(waiter.id, take_idle_slot(), waiter.arrived_at);
 }
 
-void scheduler::reject_queued(std::uint32_t w, reject_reason why, effect_sink& sink) {
+void scheduler::reject_queued(std::uint32_t w, reject_reason why) {
     const std::uint64_t id = waiters_[w].id;
     remove_waiter(w);
     ++stats_.rejections[static_cast<int>(why)];
-    emit(sink, effect::reject(id, why));
+    emit(effect::reject(id, why));
 }
 
 void scheduler::remove_waiter(std::uint32_t w) noexcept {
@@ -395,7 +397,7 @@ std::uint32_t scheduler::take_idle_slot() noexcept {
     return s;
 }
 
-void scheduler::grant(std::uint64_t waiter_id, std::uint32_t s, nanos arrived_at, effect_sink& sink) {
+void scheduler::grant(std::uint64_t waiter_id, std::uint32_t s, nanos arrived_at) {
     slot_record& slot = slots_[s];
     set_state(s, slot_state::leased);
     slot.lease = ++last_lease_;
@@ -404,7 +406,7 @@ void scheduler::grant(std::uint64_t waiter_id, std::uint32_t s, nanos arrived_at
     slot.leak_unreported = config_.leak_threshold > 0;
     if (slot.leak_unreported) leak_links_.push_back(unreported_leases_, s);
     ++stats_.wait_histogram[wait_bucket(now_ - arrived_at)];
-    emit(sink, effect::grant(waiter_id, s, slot.lease));
+    emit(effect::grant(waiter_id, s, slot.lease));
 }
 
 void scheduler::become_idle(std::uint32_t s) noexcept {
@@ -427,10 +429,10 @@ void scheduler::end_lease(std::uint32_t s) noexcept {
     slots_[s].leak_unreported = false;
 }
 
-void scheduler::retire(std::uint32_t s, retire_reason why, effect_sink& sink) {
+void scheduler::retire(std::uint32_t s, retire_reason why) {
     set_state(s, slot_state::retiring);
     ++stats_.retirements[static_cast<int>(why)];
-    emit(sink, effect::retire(s, why));
+    emit(effect::retire(s, why));
 }
 
 void scheduler::become_empty(std::uint32_t s) noexcept {
@@ -438,12 +440,15 @@ void scheduler::become_empty(std::uint32_t s) noexcept {
     empty_slots_.push(s, 0, s);
 }
 
-void scheduler::retire_sorted_scratch(retire_reason why, effect_sink& sink) {
+void scheduler::retire_sorted_scratch(retire_reason why) {
     std::sort(scratch_.begin(), scratch_.end());
-    for (const std::uint32_t s : scratch_) retire(s, why, sink);
+    for (const std::uint32_t s : scratch_) retire(s, why);
 }
 
-void scheduler::emit(effect_sink& sink, const effect& f) { sink.on_effect(f); }
+void scheduler::emit(const effect& f) noexcept {
+    FAIRPOOL_ASSERT(effects_.size() < effects_.capacity());  // max_effects_per_step holds
+    effects_.push_back(f);
+}
 
 // ---------------------------------------------------------------------------------
 // next_deadline (section 4)

@@ -8,15 +8,6 @@ namespace fairpool::model {
 
 namespace {
 
-class collect final : public core::effect_sink {
-public:
-    explicit collect(std::vector<core::effect>& into) : into_(into) { into_.clear(); }
-    void on_effect(const core::effect& f) override { into_.push_back(f); }
-
-private:
-    std::vector<core::effect>& into_;
-};
-
 std::string describe_deadline(std::optional<core::nanos> d) {
     return d ? std::to_string(*d) : std::string("none");
 }
@@ -52,17 +43,14 @@ lockstep::lockstep(const core::config& c, std::uint64_t hash_seed) : core_(c, ha
 
 lockstep::outcome lockstep::step(const core::event& e) {
     outcome result;
-    {
-        collect sink(core_effects_);
-        result.error = core_.step(e, sink);
-    }
+    const core::step_result core_step = core_.step(e);
+    result.error = core_step.error;
+    core_effects_.assign(core_step.effects.begin(), core_step.effects.end());
     if (fault_) fault_(e, core_effects_);
     result.effects = &core_effects_;
-    core::event_error model_error;
-    {
-        collect sink(model_effects_);
-        model_error = model_.step(e, sink);
-    }
+    const core::step_result model_step = model_.step(e);
+    const core::event_error model_error = model_step.error;
+    model_effects_.assign(model_step.effects.begin(), model_step.effects.end());
     if (model_error != result.error) {
         result.breach = std::string("core and model differ: core returned ") + core::to_string(result.error) +
                         ", model " + core::to_string(model_error);

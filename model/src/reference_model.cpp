@@ -47,17 +47,18 @@ reference_model::reference_model(const core::config& config)
 // ---------------------------------------------------------------------------------------
 // One step (section 5).
 
-event_error reference_model::step(const core::event& e, core::effect_sink& sink) {
+core::step_result reference_model::step(const core::event& e) {
+    effects_.clear();
     // 1. Validate; an invalid event changes nothing (section 3, invariant 11).
-    if (const event_error error = validate(e); error != event_error::ok) return error;
+    if (const event_error error = validate(e); error != event_error::ok) return {error, {}};
     last_now_ = e.now;
-    run_time_driven_work(e.now, sink);  // 2.
-    apply_event(e, sink);               // 3.
-    hand_out(e.now, sink);              // 4.
-    plan_spawns(e.now, sink);           // 5.
-    close_if_done(sink);                // 6.
+    run_time_driven_work(e.now);  // 2.
+    apply_event(e);               // 3.
+    hand_out(e.now);              // 4.
+    plan_spawns(e.now);           // 5.
+    close_if_done();                // 6.
     refresh_gauges();                   // Section 9: gauges are current after every step.
-    return event_error::ok;
+    return {event_error::ok, effects_};
 }
 
 // ---------------------------------------------------------------------------------------
@@ -97,25 +98,25 @@ event_error reference_model::validate(const core::event& e) const {
 // ---------------------------------------------------------------------------------------
 // Step 2. Time-driven work at `now`, in the order of section 5.
 
-void reference_model::run_time_driven_work(nanos now, core::effect_sink& sink) {
-    reject_timed_out_waiters(now, sink);
-    report_leaks(now, sink);
-    retire_idle_past_lifetime(now, sink);
-    retire_idle_past_idle_timeout(now, sink);
+void reference_model::run_time_driven_work(nanos now) {
+    reject_timed_out_waiters(now);
+    report_leaks(now);
+    retire_idle_past_lifetime(now);
+    retire_idle_past_idle_timeout(now);
 }
 
 // Waiters whose deadline <= now are rejected `timeout`, by deadline, then arrival.
-void reference_model::reject_timed_out_waiters(nanos now, core::effect_sink& sink) {
+void reference_model::reject_timed_out_waiters(nanos now) {
     std::vector<waiter_record> due;  // in arrival order
     for (const waiter_record& w : waiters_)
         if (reached(w.deadline, now)) due.push_back(w);
     std::stable_sort(due.begin(), due.end(),
                      [](const waiter_record& a, const waiter_record& b) { return a.deadline < b.deadline; });
-    for (const waiter_record& w : due) reject_queued(w.id, reject_reason::timeout, sink);
+    for (const waiter_record& w : due) reject_queued(w.id, reject_reason::timeout);
 }
 
 // Leases held >= leak_threshold are reported, once each, by slot index.
-void reference_model::report_leaks(nanos now, core::effect_sink& sink) {
+void reference_model::report_leaks(nanos now) {
     if (config_.leak_threshold == 0) return;
     for (std::uint32_t i = 0; i < slots_.size(); ++i) {
         slot_record& s = slots_[i];
@@ -123,61 +124,61 @@ void reference_model::report_leaks(nanos now, core::effect_sink& sink) {
         if (!reached(saturating_add(s.granted_at, config_.leak_threshold), now)) continue;
         s.leak_reported = true;
         ++stats_.leaks_suspected;
-        sink.on_effect(effect::leak_suspected(i, s.lease));
+        effects_.push_back(effect::leak_suspected(i, s.lease));
     }
 }
 
 // Idle slots whose resource is >= max_lifetime old are retired, by slot index.
-void reference_model::retire_idle_past_lifetime(nanos now, core::effect_sink& sink) {
+void reference_model::retire_idle_past_lifetime(nanos now) {
     if (config_.max_lifetime == 0) return;
     for (std::uint32_t i = 0; i < slots_.size(); ++i) {
         const slot_record& s = slots_[i];
         if (s.state == slot_state::idle && reached(saturating_add(s.birth, config_.max_lifetime), now))
-            retire(i, retire_reason::max_lifetime, sink);
+            retire(i, retire_reason::max_lifetime);
     }
 }
 
 // Decision 5: while the oldest idle slot has idle time + idle_timeout <= now and more
 // than min_slots slots are live, retire it (`idle`).
-void reference_model::retire_idle_past_idle_timeout(nanos now, core::effect_sink& sink) {
+void reference_model::retire_idle_past_idle_timeout(nanos now) {
     if (config_.idle_timeout == 0) return;
     while (!idle_order_.empty() && live_slots() > config_.min_slots) {
         const std::uint32_t oldest = idle_order_.front();
         if (!reached(saturating_add(slots_[oldest].idle_since, config_.idle_timeout), now)) return;
-        retire(oldest, retire_reason::idle, sink);
+        retire(oldest, retire_reason::idle);
     }
 }
 
 // ---------------------------------------------------------------------------------------
 // Step 3. The event itself (section 3).
 
-void reference_model::apply_event(const core::event& e, core::effect_sink& sink) {
+void reference_model::apply_event(const core::event& e) {
     switch (e.kind) {
         case event_kind::start: started_ = true; return;  // prewarming is step 5's work
-        case event_kind::acquire: on_acquire(e, sink); return;
-        case event_kind::cancel: on_cancel(e, sink); return;
-        case event_kind::deregister: on_deregister(e, sink); return;
-        case event_kind::release: on_release(e, sink); return;
-        case event_kind::spawned: on_spawned(e, sink); return;
+        case event_kind::acquire: on_acquire(e); return;
+        case event_kind::cancel: on_cancel(e); return;
+        case event_kind::deregister: on_deregister(e); return;
+        case event_kind::release: on_release(e); return;
+        case event_kind::spawned: on_spawned(e); return;
         case event_kind::spawn_failed: on_spawn_failed(e); return;
         case event_kind::retired: on_retired(e); return;
-        case event_kind::died: on_died(e, sink); return;
+        case event_kind::died: on_died(e); return;
         case event_kind::tick: return;  // the event itself does nothing
-        case event_kind::shutdown: on_shutdown(sink); return;
+        case event_kind::shutdown: on_shutdown(); return;
     }
 }
 
 // Section 5, "Acquire order of checks": shutting down -> closed; idle slot -> grant;
 // deadline <= now -> timeout; max_waiters or max_waiters_per_handle reached -> saturated;
 // else queue.
-void reference_model::on_acquire(const core::event& e, core::effect_sink& sink) {
+void reference_model::on_acquire(const core::event& e) {
     ++stats_.acquires;  // decision 2: every valid acquire
     if (shutting_down_) {
-        emit_reject(e.waiter, reject_reason::closed, sink);
+        emit_reject(e.waiter, reject_reason::closed);
         return;
     }
     if (!idle_order_.empty()) {
-        grant(e.waiter, idle_slot_to_grant(), e.now, e.now, /*immediate=*/true, sink);
+        grant(e.waiter, idle_slot_to_grant(), e.now, e.now, /*immediate=*/true);
         return;
     }
     // Decision 1: the effective deadline is the earlier of the given one and
@@ -185,55 +186,55 @@ void reference_model::on_acquire(const core::event& e, core::effect_sink& sink) 
     nanos deadline = e.deadline.value_or(core::never);
     if (config_.acquire_timeout > 0) deadline = std::min(deadline, saturating_add(e.now, config_.acquire_timeout));
     if (reached(deadline, e.now)) {
-        emit_reject(e.waiter, reject_reason::timeout, sink);
+        emit_reject(e.waiter, reject_reason::timeout);
         return;
     }
     if (waiters_.size() >= config_.max_waiters || queued_of(e.handle) >= *config_.max_waiters_per_handle) {
-        emit_reject(e.waiter, reject_reason::saturated, sink);
+        emit_reject(e.waiter, reject_reason::saturated);
         return;
     }
     enqueue(waiter_record{e.waiter, e.handle, deadline, e.now}, e.weight.value_or(1));
 }
 
 // Queued -> rejected `cancelled`; unknown or already completed -> nothing.
-void reference_model::on_cancel(const core::event& e, core::effect_sink& sink) {
-    if (is_queued(e.waiter)) reject_queued(e.waiter, reject_reason::cancelled, sink);
+void reference_model::on_cancel(const core::event& e) {
+    if (is_queued(e.waiter)) reject_queued(e.waiter, reject_reason::cancelled);
 }
 
 // The handle's queued waiters are rejected `deregistered` in FIFO order. Idempotent.
-void reference_model::on_deregister(const core::event& e, core::effect_sink& sink) {
+void reference_model::on_deregister(const core::event& e) {
     std::vector<std::uint64_t> ids;  // arrival order
     for (const waiter_record& w : waiters_)
         if (w.handle == e.handle) ids.push_back(w.id);
-    for (std::uint64_t id : ids) reject_queued(id, reject_reason::deregistered, sink);
+    for (std::uint64_t id : ids) reject_queued(id, reject_reason::deregistered);
 }
 
 // Section 5, "Release": dirty -> retire (dirty); clean -> the first reason that holds
 // (shutdown, max_uses, max_lifetime), otherwise the slot becomes idle.
-void reference_model::on_release(const core::event& e, core::effect_sink& sink) {
+void reference_model::on_release(const core::event& e) {
     const slot_record& s = slots_[e.slot];
     if (e.outcome == core::release_outcome::dirty)
-        retire(e.slot, retire_reason::dirty, sink);
+        retire(e.slot, retire_reason::dirty);
     else if (shutting_down_)
-        retire(e.slot, retire_reason::shutdown, sink);
+        retire(e.slot, retire_reason::shutdown);
     else if (config_.max_uses > 0 && s.uses >= config_.max_uses)
-        retire(e.slot, retire_reason::max_uses, sink);
+        retire(e.slot, retire_reason::max_uses);
     else if (config_.max_lifetime > 0 && reached(saturating_add(s.birth, config_.max_lifetime), e.now))
-        retire(e.slot, retire_reason::max_lifetime, sink);
+        retire(e.slot, retire_reason::max_lifetime);
     else
         become_idle(e.slot, e.now);
 }
 
 // Section 5, "Spawned": idle (age counts from now), or retire (shutdown) if shutting
 // down; either way the failure count and any backoff are cleared (decision 6).
-void reference_model::on_spawned(const core::event& e, core::effect_sink& sink) {
+void reference_model::on_spawned(const core::event& e) {
     slot_record& s = slots_[e.slot];
     s.birth = e.now;
     s.uses = 0;
     failures_ = 0;
     backoff_end_.reset();
     if (shutting_down_)
-        retire(e.slot, retire_reason::shutdown, sink);
+        retire(e.slot, retire_reason::shutdown);
     else
         become_idle(e.slot, e.now);
 }
@@ -254,26 +255,26 @@ void reference_model::on_retired(const core::event& e) { slots_[e.slot] = slot_r
 // An idle slot's resource was found dead; it is retired (`died`). The slot was idle when
 // the event was validated (step 1); if step 2 of this same step already retired it
 // (max_lifetime or idle_timeout), it is retiring already and nothing more happens.
-void reference_model::on_died(const core::event& e, core::effect_sink& sink) {
-    if (slots_[e.slot].state == slot_state::idle) retire(e.slot, retire_reason::died, sink);
+void reference_model::on_died(const core::event& e) {
+    if (slots_[e.slot].state == slot_state::idle) retire(e.slot, retire_reason::died);
 }
 
 // Section 5, "Shutdown": all queued waiters rejected `closed` (arrival order), then idle
 // slots retire (`shutdown`, by slot index). Idempotent (decision 8).
-void reference_model::on_shutdown(core::effect_sink& sink) {
+void reference_model::on_shutdown() {
     if (shutting_down_) return;
     shutting_down_ = true;
     std::vector<std::uint64_t> ids;  // arrival order
     for (const waiter_record& w : waiters_) ids.push_back(w.id);
-    for (std::uint64_t id : ids) reject_queued(id, reject_reason::closed, sink);
+    for (std::uint64_t id : ids) reject_queued(id, reject_reason::closed);
     for (std::uint32_t i = 0; i < slots_.size(); ++i)
-        if (slots_[i].state == slot_state::idle) retire(i, retire_reason::shutdown, sink);
+        if (slots_[i].state == slot_state::idle) retire(i, retire_reason::shutdown);
 }
 
 // ---------------------------------------------------------------------------------------
 // Step 4. While a slot is idle and a waiter is queued, grant.
 
-void reference_model::hand_out(nanos now, core::effect_sink& sink) {
+void reference_model::hand_out(nanos now) {
     while (!idle_order_.empty() && !waiters_.empty()) {
         const std::uint32_t slot = idle_slot_to_grant();
         const std::uint64_t id = next_waiter_to_grant();
@@ -289,7 +290,7 @@ void reference_model::hand_out(nanos now, core::effect_sink& sink) {
                 turn_ = 0;
             }
         }
-        grant(w.id, slot, w.acquired_at, now, /*immediate=*/false, sink);
+        grant(w.id, slot, w.acquired_at, now, /*immediate=*/false);
     }
 }
 
@@ -306,13 +307,13 @@ std::uint64_t reference_model::next_waiter_to_grant() {
 // ---------------------------------------------------------------------------------------
 // Step 5. Spawn planning.
 
-void reference_model::plan_spawns(nanos now, core::effect_sink& sink) {
+void reference_model::plan_spawns(nanos now) {
     if (shutting_down_ || in_backoff(now)) return;
     std::int64_t n = spawns_wanted();
     // On the lowest-numbered empty slots, in increasing slot order.
     for (std::uint32_t i = 0; i < slots_.size() && n > 0; ++i) {
         if (slots_[i].state != slot_state::empty) continue;
-        spawn(i, sink);
+        spawn(i);
         --n;
     }
 }
@@ -336,11 +337,11 @@ bool reference_model::in_backoff(nanos now) const { return backoff_end_ && !reac
 // ---------------------------------------------------------------------------------------
 // Step 6. If shutting down and every slot is empty and nobody waits: closed, once.
 
-void reference_model::close_if_done(core::effect_sink& sink) {
+void reference_model::close_if_done() {
     if (!shutting_down_ || closed_emitted_) return;
     if (!waiters_.empty() || count_slots(slot_state::empty) != slots_.size()) return;
     closed_emitted_ = true;
-    sink.on_effect(effect::closed());
+    effects_.push_back(effect::closed());
 }
 
 // ---------------------------------------------------------------------------------------
@@ -422,9 +423,9 @@ void reference_model::leave_rotation_if_inactive(std::uint64_t handle) {
     weight_.erase(handle);
 }
 
-void reference_model::reject_queued(std::uint64_t waiter, reject_reason why, core::effect_sink& sink) {
+void reference_model::reject_queued(std::uint64_t waiter, reject_reason why) {
     take_waiter(waiter);
-    emit_reject(waiter, why, sink);
+    emit_reject(waiter, why);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -457,8 +458,7 @@ void reference_model::leave_idle(std::uint32_t slot) {
 
 // A grant names an idle slot; lease ids 1, 2, 3, ... in grant order; uses count grants
 // since spawned. Decision 2: immediate or after waiting; histogram of now - acquire now.
-void reference_model::grant(std::uint64_t waiter, std::uint32_t slot, nanos acquired_at, nanos now, bool immediate,
-                            core::effect_sink& sink) {
+void reference_model::grant(std::uint64_t waiter, std::uint32_t slot, nanos acquired_at, nanos now, bool immediate) {
     leave_idle(slot);
     slot_record& s = slots_[slot];
     s.state = slot_state::leased;
@@ -471,29 +471,29 @@ void reference_model::grant(std::uint64_t waiter, std::uint32_t slot, nanos acqu
     else
         ++stats_.grants_after_wait;
     ++stats_.wait_histogram[static_cast<std::size_t>(core::wait_bucket(now - acquired_at))];
-    sink.on_effect(effect::grant(waiter, slot, s.lease));
+    effects_.push_back(effect::grant(waiter, slot, s.lease));
 }
 
-void reference_model::retire(std::uint32_t slot, retire_reason why, core::effect_sink& sink) {
+void reference_model::retire(std::uint32_t slot, retire_reason why) {
     if (slots_[slot].state == slot_state::idle) leave_idle(slot);
     slots_[slot].state = slot_state::retiring;
     ++stats_.retirements[static_cast<std::size_t>(why)];
-    sink.on_effect(effect::retire(slot, why));
+    effects_.push_back(effect::retire(slot, why));
 }
 
-void reference_model::spawn(std::uint32_t slot, core::effect_sink& sink) {
+void reference_model::spawn(std::uint32_t slot) {
     slots_[slot] = slot_record{};
     slots_[slot].state = slot_state::spawning;
     ++stats_.spawns;
-    sink.on_effect(effect::spawn(slot));
+    effects_.push_back(effect::spawn(slot));
 }
 
 // ---------------------------------------------------------------------------------------
 // Counters and gauges (section 9, decision 2).
 
-void reference_model::emit_reject(std::uint64_t waiter, reject_reason why, core::effect_sink& sink) {
+void reference_model::emit_reject(std::uint64_t waiter, reject_reason why) {
     ++stats_.rejections[static_cast<std::size_t>(why)];
-    sink.on_effect(effect::reject(waiter, why));
+    effects_.push_back(effect::reject(waiter, why));
 }
 
 void reference_model::refresh_gauges() {

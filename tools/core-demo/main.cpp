@@ -27,7 +27,7 @@ struct request {
     std::optional<nanos> deadline = {};
 };
 
-class demo final : public core::effect_sink {
+class demo {
 public:
     explicit demo(const core::config& c) : pool_(c, 1) {}
 
@@ -58,8 +58,9 @@ private:
         now_ = e.now;
         std::printf("%7.1f ms  %-52s", static_cast<double>(e.now) / ms, describe(e).c_str());
         first_effect_ = true;
-        const auto error = pool_.step(e, *this);
-        if (error != core::event_error::ok) std::printf("  ! %s", core::to_string(error));
+        const core::step_result r = pool_.step(e);
+        for (const core::effect& f : r.effects) perform(f);
+        if (!r.ok()) std::printf("  ! %s", core::to_string(r.error));
         std::printf("\n");
     }
 
@@ -69,7 +70,7 @@ private:
         return text;
     }
 
-    void on_effect(const core::effect& f) override {
+    void perform(const core::effect& f) {
         std::printf("%s%s", first_effect_ ? "→ " : ", ", trace::format(f).c_str());
         first_effect_ = false;
         switch (f.kind) {

@@ -15,12 +15,6 @@ namespace fairpool::replay {
 
 namespace {
 
-class collect final : public core::effect_sink {
-public:
-    std::vector<core::effect> effects;
-    void on_effect(const core::effect& f) override { effects.push_back(f); }
-};
-
 std::string quoted_effect(const core::effect& f) { return "`= " + trace::format(f) + "`"; }
 
 std::string quoted_error(core::event_error e) {
@@ -53,18 +47,17 @@ std::optional<breach> first_breach(const core::config& c, const std::vector<core
 std::vector<core::event> repaired(const core::config& c, const std::vector<core::event>& events,
                                   const std::vector<bool>& valid_in_full_trace) {
     core::scheduler s(c, 1);
-    collect sink;
     std::vector<std::uint64_t> lease_of_slot(c.max_slots, 0);
     std::vector<core::event> kept;
     for (std::size_t i = 0; i < events.size(); ++i) {
         core::event e = events[i];
         if (e.kind == core::event_kind::release && e.slot < c.max_slots) e.lease = lease_of_slot[e.slot];
         core::scheduler trial = s;
-        sink.effects.clear();
-        if (trial.step(e, sink) != core::event_error::ok && valid_in_full_trace[i]) continue;
-        s = std::move(trial);
-        for (const core::effect& f : sink.effects)
+        const core::step_result r = trial.step(e);
+        if (!r.ok() && valid_in_full_trace[i]) continue;
+        for (const core::effect& f : r.effects)
             if (f.kind == core::effect_kind::grant) lease_of_slot[f.slot] = f.lease;
+        s = std::move(trial);
         kept.push_back(e);
     }
     return kept;
@@ -162,13 +155,12 @@ int print_stats(const trace::trace& t, const options& o, std::ostream& out) {
     std::map<std::uint64_t, std::uint64_t> grants_per_handle;
     std::map<std::uint64_t, bool> handle_waited;
     std::vector<core::nanos> waits;
-    collect sink;
     for (const trace::step& step : t.steps) {
-        sink.effects.clear();
         const core::event& e = step.event;
-        if (s.step(e, sink) != core::event_error::ok) continue;
+        const core::step_result r = s.step(e);
+        if (!r.ok()) continue;
         if (e.kind == core::event_kind::acquire) waiting[e.waiter] = {e.handle, e.now};
-        for (const core::effect& f : sink.effects) {
+        for (const core::effect& f : r.effects) {
             if (f.kind != core::effect_kind::grant && f.kind != core::effect_kind::reject) continue;
             const auto [handle, since] = waiting.at(f.waiter);
             waiting.erase(f.waiter);
@@ -214,8 +206,7 @@ int minimize(const trace::trace& t, const options& o, const std::string& output_
     std::vector<bool> valid(events.size());
     {
         core::scheduler s(t.config, 1);
-        collect sink;
-        for (std::size_t i = 0; i < events.size(); ++i) valid[i] = s.step(events[i], sink) == core::event_error::ok;
+        for (std::size_t i = 0; i < events.size(); ++i) valid[i] = s.step(events[i]).ok();
     }
     // ddmin works on indices into the full trace; each candidate is repaired, then replayed.
     const auto candidate = [&](const std::vector<std::size_t>& indices) {

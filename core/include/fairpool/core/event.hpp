@@ -3,6 +3,7 @@
 // (contract: docs/CONTRACT.md, sections 3 and 4).
 #include <cstdint>
 #include <optional>
+#include <span>
 
 namespace fairpool::core {
 
@@ -139,13 +140,15 @@ struct effect {
     friend bool operator==(const effect&, const effect&) = default;
 };
 
-// Receives the effects of one step, in order. Must not call back into the scheduler.
-class effect_sink {
-public:
-    virtual void on_effect(const effect& e) = 0;
+// What one step produced: its error and, in contract order, its effects. A machine
+// hands this back only once its transition is complete; `effects` views the machine's
+// own fixed buffer and stays valid until its next step (or its destruction). An error
+// means the event changed nothing, and then `effects` is empty.
+struct step_result {
+    event_error error = event_error::ok;
+    std::span<const effect> effects;
 
-protected:
-    ~effect_sink() = default;
+    [[nodiscard]] bool ok() const noexcept { return error == event_error::ok; }
 };
 
 enum class slot_state : std::uint8_t { empty, spawning, idle, leased, retiring };

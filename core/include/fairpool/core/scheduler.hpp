@@ -22,6 +22,14 @@
 
 namespace fairpool::core {
 
+// The most effects one step can produce (section 5): each waiter queued before the
+// step, and the acquire's own, ends at most once (a `shutdown` rejects every queued
+// waiter); each slot gets at most one leak report and one grant, spawn or retire; and
+// one `closed`.
+[[nodiscard]] constexpr std::uint64_t max_effects_per_step(const config& resolved) noexcept {
+    return resolved.max_waiters + 1 + 2 * resolved.max_slots + 1;
+}
+
 class scheduler {
 public:
     // Throws config_error, naming the field, if the config is invalid. `hash_seed`
@@ -30,8 +38,10 @@ public:
     scheduler(const config& config, std::uint64_t hash_seed);
 
     // One step (section 5): validate, expire, apply, hand out, plan spawns, close.
-    // Effects go to `sink` in contract order. An error return means nothing changed.
-    event_error step(const event& e, effect_sink& sink);
+    // The transition is complete before this returns; the effects come back in
+    // contract order, in a buffer of max_effects_per_step(config) entries that the
+    // next step reuses. An error means nothing changed (and no effects).
+    step_result step(const event& e);
 
     // The earliest time at which a `tick` would emit an effect; nullopt if none.
     [[nodiscard]] std::optional<nanos> next_deadline() const noexcept;
@@ -68,49 +78,49 @@ private:
     [[nodiscard]] event_error validate_slot(const event& e, slot_state needed, event_error otherwise) const noexcept;
 
     // Section 5, step 2.
-    void expire(effect_sink& sink);
-    void expire_waiters(effect_sink& sink);
-    void report_leaks(effect_sink& sink);
-    void retire_aged_idle(effect_sink& sink);
-    void retire_idle_timeouts(effect_sink& sink);
+    void expire();
+    void expire_waiters();
+    void report_leaks();
+    void retire_aged_idle();
+    void retire_idle_timeouts();
     // Step 3.
-    void apply(const event& e, effect_sink& sink);
-    void acquire(const event& e, effect_sink& sink);
-    void cancel(std::uint64_t waiter_id, effect_sink& sink);
-    void deregister(std::uint64_t handle_id, effect_sink& sink);
-    void release(const event& e, effect_sink& sink);
-    void spawned(std::uint32_t slot, effect_sink& sink);
+    void apply(const event& e);
+    void acquire(const event& e);
+    void cancel(std::uint64_t waiter_id);
+    void deregister(std::uint64_t handle_id);
+    void release(const event& e);
+    void spawned(std::uint32_t slot);
     void spawn_failed(std::uint32_t slot);
-    void died(std::uint32_t slot, effect_sink& sink);
-    void shutdown(effect_sink& sink);
+    void died(std::uint32_t slot);
+    void shutdown();
     // Steps 4 to 6.
-    void hand_out(effect_sink& sink);
-    void plan_spawns(effect_sink& sink);
-    void close_if_done(effect_sink& sink);
+    void hand_out();
+    void plan_spawns();
+    void close_if_done();
 
     // Waiters and handles.
     void enqueue(const event& e, nanos deadline);
     [[nodiscard]] std::uint32_t next_waiter() const noexcept;
-    void grant_queued(std::uint32_t waiter, effect_sink& sink);
-    void reject_queued(std::uint32_t waiter, reject_reason why, effect_sink& sink);
+    void grant_queued(std::uint32_t waiter);
+    void reject_queued(std::uint32_t waiter, reject_reason why);
     void remove_waiter(std::uint32_t waiter) noexcept;
     [[nodiscard]] nanos effective_deadline(const event& e) const noexcept;
 
     // Slots.
     void set_state(std::uint32_t slot, slot_state next) noexcept;
     std::uint32_t take_idle_slot() noexcept;
-    void grant(std::uint64_t waiter_id, std::uint32_t slot, nanos arrived_at, effect_sink& sink);
+    void grant(std::uint64_t waiter_id, std::uint32_t slot, nanos arrived_at);
     void become_idle(std::uint32_t slot) noexcept;
     void leave_idle(std::uint32_t slot) noexcept;
     void end_lease(std::uint32_t slot) noexcept;
-    void retire(std::uint32_t slot, retire_reason why, effect_sink& sink);
+    void retire(std::uint32_t slot, retire_reason why);
     void become_empty(std::uint32_t slot) noexcept;
-    void retire_sorted_scratch(retire_reason why, effect_sink& sink);
+    void retire_sorted_scratch(retire_reason why);
     [[nodiscard]] std::int64_t spawn_budget() const noexcept;
     [[nodiscard]] std::uint64_t count(slot_state s) const noexcept;
     [[nodiscard]] std::uint64_t live() const noexcept;
 
-    static void emit(effect_sink& sink, const effect& f);
+    void emit(const effect& f) noexcept;
 
     config config_;
     bool started_ = false;
@@ -122,6 +132,7 @@ private:
     std::uint64_t spawn_failures_in_a_row_ = 0;
     nanos backoff_end_ = 0;
     stats stats_;
+    detail::bounded_vector<effect> effects_;  // of the current step, capacity max_effects_per_step
 
     std::vector<slot_record> slots_;
     detail::list_links idle_links_;

@@ -20,8 +20,9 @@ public:
     explicit reference_model(const core::config& config);
 
     // Validates the event (an invalid one changes nothing and returns its error),
-    // then runs the steps of section 5, calling sink.on_effect for each effect in order.
-    core::event_error step(const core::event& e, core::effect_sink& sink);
+    // then runs the steps of section 5 and returns their effects in order (valid until
+    // the next step), like core::scheduler::step.
+    core::step_result step(const core::event& e);
 
     // Earliest time at which a tick would emit an effect, or nullopt.
     [[nodiscard]] std::optional<core::nanos> next_deadline() const;
@@ -56,35 +57,35 @@ private:
     [[nodiscard]] core::event_error validate(const core::event& e) const;
 
     // Step 2: time-driven work (section 5).
-    void run_time_driven_work(core::nanos now, core::effect_sink& sink);
-    void reject_timed_out_waiters(core::nanos now, core::effect_sink& sink);
-    void report_leaks(core::nanos now, core::effect_sink& sink);
-    void retire_idle_past_lifetime(core::nanos now, core::effect_sink& sink);
-    void retire_idle_past_idle_timeout(core::nanos now, core::effect_sink& sink);
+    void run_time_driven_work(core::nanos now);
+    void reject_timed_out_waiters(core::nanos now);
+    void report_leaks(core::nanos now);
+    void retire_idle_past_lifetime(core::nanos now);
+    void retire_idle_past_idle_timeout(core::nanos now);
 
     // Step 3: the event itself (section 3).
-    void apply_event(const core::event& e, core::effect_sink& sink);
-    void on_acquire(const core::event& e, core::effect_sink& sink);
-    void on_cancel(const core::event& e, core::effect_sink& sink);
-    void on_deregister(const core::event& e, core::effect_sink& sink);
-    void on_release(const core::event& e, core::effect_sink& sink);
-    void on_spawned(const core::event& e, core::effect_sink& sink);
+    void apply_event(const core::event& e);
+    void on_acquire(const core::event& e);
+    void on_cancel(const core::event& e);
+    void on_deregister(const core::event& e);
+    void on_release(const core::event& e);
+    void on_spawned(const core::event& e);
     void on_spawn_failed(const core::event& e);
     void on_retired(const core::event& e);
-    void on_died(const core::event& e, core::effect_sink& sink);
-    void on_shutdown(core::effect_sink& sink);
+    void on_died(const core::event& e);
+    void on_shutdown();
 
     // Step 4: handing out (section 5, "Who is granted next").
-    void hand_out(core::nanos now, core::effect_sink& sink);
+    void hand_out(core::nanos now);
     [[nodiscard]] std::uint64_t next_waiter_to_grant();
 
     // Step 5: spawn planning.
-    void plan_spawns(core::nanos now, core::effect_sink& sink);
+    void plan_spawns(core::nanos now);
     [[nodiscard]] std::int64_t spawns_wanted() const;
     [[nodiscard]] bool in_backoff(core::nanos now) const;
 
     // Step 6: closed.
-    void close_if_done(core::effect_sink& sink);
+    void close_if_done();
 
     // Waiters and the rotation.
     [[nodiscard]] bool is_queued(std::uint64_t waiter) const;
@@ -93,7 +94,7 @@ private:
     void enqueue(const waiter_record& w, std::uint64_t weight);
     waiter_record take_waiter(std::uint64_t waiter);
     void leave_rotation_if_inactive(std::uint64_t handle);
-    void reject_queued(std::uint64_t waiter, core::reject_reason why, core::effect_sink& sink);
+    void reject_queued(std::uint64_t waiter, core::reject_reason why);
 
     // Slots.
     [[nodiscard]] std::uint64_t count_slots(core::slot_state s) const;
@@ -102,16 +103,17 @@ private:
     void become_idle(std::uint32_t slot, core::nanos now);
     void leave_idle(std::uint32_t slot);
     void grant(std::uint64_t waiter, std::uint32_t slot, core::nanos acquired_at, core::nanos now,
-               bool immediate, core::effect_sink& sink);
-    void retire(std::uint32_t slot, core::retire_reason why, core::effect_sink& sink);
-    void spawn(std::uint32_t slot, core::effect_sink& sink);
+               bool immediate);
+    void retire(std::uint32_t slot, core::retire_reason why);
+    void spawn(std::uint32_t slot);
 
     // Counters (section 9).
-    void emit_reject(std::uint64_t waiter, core::reject_reason why, core::effect_sink& sink);
+    void emit_reject(std::uint64_t waiter, core::reject_reason why);
     void refresh_gauges();
 
     core::config config_;  // resolved
     core::stats stats_{};
+    std::vector<core::effect> effects_;  // of the current step
 
     bool started_ = false;
     core::nanos last_now_ = 0;  // `now` of the last valid event

@@ -42,6 +42,7 @@ public:
     [[nodiscard]] bool empty() const noexcept { return items_.empty(); }
     [[nodiscard]] std::size_t size() const noexcept { return items_.size(); }
     [[nodiscard]] std::size_t capacity() const noexcept { return capacity_; }
+    [[nodiscard]] const T* data() const noexcept { return items_.data(); }
     T& operator[](std::size_t i) noexcept { return items_[i]; }
     const T& operator[](std::size_t i) const noexcept { return items_[i]; }
     T& front() noexcept { return items_.front(); }

@@ -59,8 +59,7 @@ namespace fairpool::detail {
 
 template <class Resource>
 class pool_state final : public std::enable_shared_from_this<pool_state<Resource>>,
-                         public abandonable,
-                         private core::effect_sink {
+                         public abandonable {
 public:
     using executor_type = boost::asio::any_io_executor;
     using lease_type = fairpool::lease<Resource>;
@@ -288,13 +287,14 @@ private:
 
     void feed(const core::event& e) {
         if (options_.recorder) *options_.recorder << trace::format_line(e) << '\n';
-        const core::event_error error = core_.step(e, *this);
-        if (options_.recorder && error != core::event_error::ok)
-            *options_.recorder << "! " << core::to_string(error) << '\n';
-        FAIRPOOL_ASSERT(error == core::event_error::ok);  // the actor only sends valid events
+        const core::step_result r = core_.step(e);
+        if (options_.recorder && !r.ok()) *options_.recorder << "! " << core::to_string(r.error) << '\n';
+        FAIRPOOL_ASSERT(r.ok());  // the actor only sends valid events
+        // The core's transition is complete: only now does anything act on its effects.
+        for (const core::effect& f : r.effects) perform(f);
     }
 
-    void on_effect(const core::effect& f) override {
+    void perform(const core::effect& f) {
         if (options_.recorder) *options_.recorder << "= " << trace::format(f) << '\n';
         switch (f.kind) {
             case core::effect_kind::grant: operations_.take(f.waiter)->complete({}, f.slot, f.lease); break;
