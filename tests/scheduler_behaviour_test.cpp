@@ -26,11 +26,15 @@ protected:
         return c;
     }
 
-    // A started pool whose min_slots slots are all spawned and idle, at time 1.
+    // A started pool whose min_slots slots are all spawned and idle, at time 1: `start`
+    // spawns slots 0..min_slots-1 (the config must allow that many spawns at once) and
+    // each `spawned` emits nothing, nobody waiting.
     static driver<Machine> warm(core::config c) {
         driver<Machine> d(c);
-        d(E::start(0));
-        for (std::uint32_t s = 0; s < c.min_slots; ++s) d(E::spawned(1, s));
+        effects prewarm;
+        for (std::uint32_t s = 0; s < c.min_slots; ++s) prewarm.push_back("spawn slot=" + std::to_string(s));
+        EXPECT_EQ(d(E::start(0)), prewarm) << "warm: start";
+        for (std::uint32_t s = 0; s < c.min_slots; ++s) EXPECT_EQ(d(E::spawned(1, s)), effects{}) << "warm: spawned";
         return d;
     }
 };
@@ -64,7 +68,7 @@ TYPED_TEST(behaviour, fifo_under_saturation) {
 
 TYPED_TEST(behaviour, release_hands_the_slot_to_the_queued_waiter_not_a_newcomer) {
     auto d = this->warm(this->slots(1, 1));
-    d(E::acquire(2, 1, 1));
+    EXPECT_EQ(d(E::acquire(2, 1, 1)), (effects{"grant waiter=1 slot=0 lease=1"}));
     EXPECT_EQ(d(E::acquire(3, 2, 2)), effects{});
     EXPECT_EQ(d(E::release(4, 0, 1)), (effects{"grant waiter=2 slot=0 lease=2"}));
     EXPECT_EQ(d(E::acquire(4, 3, 3)), effects{});  // no idle slot: it queues
@@ -73,7 +77,7 @@ TYPED_TEST(behaviour, release_hands_the_slot_to_the_queued_waiter_not_a_newcomer
 
 TYPED_TEST(behaviour, round_robin_alternates_two_handles) {
     auto d = this->warm(this->slots(1, 1));
-    d(E::acquire(2, 1, 1));
+    EXPECT_EQ(d(E::acquire(2, 1, 1)), (effects{"grant waiter=1 slot=0 lease=1"}));
     for (std::uint64_t w : {2, 3, 4}) EXPECT_EQ(d(E::acquire(3, w, 1)), effects{});
     for (std::uint64_t w : {5, 6, 7}) EXPECT_EQ(d(E::acquire(4, w, 2)), effects{});
     const std::uint64_t expected[] = {2, 5, 3, 6, 4, 7};
@@ -85,13 +89,13 @@ TYPED_TEST(behaviour, round_robin_alternates_two_handles) {
 
 TYPED_TEST(behaviour, weighted_turns) {
     auto d = this->warm(this->slots(1, 1));
-    d(E::acquire(2, 1, 9));
-    d(E::acquire(3, 2, 1, std::nullopt, 2));  // handle 1 becomes active with weight 2
-    d(E::acquire(3, 3, 1, std::nullopt, 5));  // ignored: handle 1 is already active
-    d(E::acquire(3, 4, 1));
-    d(E::acquire(3, 5, 1));
-    d(E::acquire(4, 6, 2));
-    d(E::acquire(4, 7, 2));
+    EXPECT_EQ(d(E::acquire(2, 1, 9)), (effects{"grant waiter=1 slot=0 lease=1"}));
+    EXPECT_EQ(d(E::acquire(3, 2, 1, std::nullopt, 2)), effects{});  // handle 1 becomes active with weight 2
+    EXPECT_EQ(d(E::acquire(3, 3, 1, std::nullopt, 5)), effects{});  // ignored: handle 1 is already active
+    EXPECT_EQ(d(E::acquire(3, 4, 1)), effects{});
+    EXPECT_EQ(d(E::acquire(3, 5, 1)), effects{});
+    EXPECT_EQ(d(E::acquire(4, 6, 2)), effects{});
+    EXPECT_EQ(d(E::acquire(4, 7, 2)), effects{});
     const std::uint64_t expected[] = {2, 3, 6, 4, 5, 7};
     for (std::uint64_t lease = 1; lease <= 6; ++lease)
         EXPECT_EQ(d(E::release(10 + lease, 0, lease)),
@@ -103,11 +107,11 @@ TYPED_TEST(behaviour, fifo_policy_serves_global_arrival_order) {
     auto c = this->slots(1, 1);
     c.policy = core::fairness_policy::fifo;
     auto d = this->warm(c);
-    d(E::acquire(2, 1, 9));
-    d(E::acquire(3, 2, 1));
-    d(E::acquire(4, 3, 1));
-    d(E::acquire(5, 4, 2));
-    d(E::acquire(6, 5, 1));
+    EXPECT_EQ(d(E::acquire(2, 1, 9)), (effects{"grant waiter=1 slot=0 lease=1"}));
+    EXPECT_EQ(d(E::acquire(3, 2, 1)), effects{});
+    EXPECT_EQ(d(E::acquire(4, 3, 1)), effects{});
+    EXPECT_EQ(d(E::acquire(5, 4, 2)), effects{});
+    EXPECT_EQ(d(E::acquire(6, 5, 1)), effects{});
     const std::uint64_t expected[] = {2, 3, 4, 5};
     for (std::uint64_t lease = 1; lease <= 4; ++lease)
         EXPECT_EQ(d(E::release(10 + lease, 0, lease)),
@@ -121,8 +125,8 @@ TYPED_TEST(behaviour, idle_order_lifo_takes_newest_fifo_takes_oldest) {
         c.idle_order = order;
         driver<TypeParam> d(c);
         EXPECT_EQ(d(E::start(0)), (effects{"spawn slot=0", "spawn slot=1"}));
-        d(E::spawned(1, 1));
-        d(E::spawned(2, 0));  // idle order: 1 then 0
+        EXPECT_EQ(d(E::spawned(1, 1)), effects{});
+        EXPECT_EQ(d(E::spawned(2, 0)), effects{});  // idle order: 1 then 0
         const std::string slot = order == core::idle_order::lifo ? "0" : "1";
         EXPECT_EQ(d(E::acquire(3, 1, 1)), (effects{"grant waiter=1 slot=" + slot + " lease=1"}));
     }
@@ -141,7 +145,7 @@ TYPED_TEST(behaviour, acquire_timeout_rejects_at_the_default_deadline) {
     auto c = this->slots(1, 1);
     c.acquire_timeout = 100;
     auto d = this->warm(c);
-    d(E::acquire(2, 1, 1));
+    EXPECT_EQ(d(E::acquire(2, 1, 1)), (effects{"grant waiter=1 slot=0 lease=1"}));
     EXPECT_EQ(d(E::acquire(10, 2, 1)), effects{});
     EXPECT_EQ(d.machine().next_deadline(), std::optional<core::nanos>(110));
     EXPECT_EQ(d(E::tick(109)), effects{});
@@ -153,11 +157,11 @@ TYPED_TEST(behaviour, acquire_timeouts_fire_by_deadline_then_arrival) {
     auto c = this->slots(1, 1);
     c.acquire_timeout = 100;
     auto d = this->warm(c);
-    d(E::acquire(2, 1, 1));
-    d(E::acquire(10, 2, 1, 60));
-    d(E::acquire(20, 3, 2, 50));
-    d(E::acquire(30, 4, 3, 60));
-    d(E::acquire(40, 5, 3));  // default deadline 140
+    EXPECT_EQ(d(E::acquire(2, 1, 1)), (effects{"grant waiter=1 slot=0 lease=1"}));
+    EXPECT_EQ(d(E::acquire(10, 2, 1, 60)), effects{});
+    EXPECT_EQ(d(E::acquire(20, 3, 2, 50)), effects{});
+    EXPECT_EQ(d(E::acquire(30, 4, 3, 60)), effects{});
+    EXPECT_EQ(d(E::acquire(40, 5, 3)), effects{});  // default deadline 140
     EXPECT_EQ(d.machine().next_deadline(), std::optional<core::nanos>(50));
     EXPECT_EQ(d(E::tick(100)), (effects{"reject waiter=3 reason=timeout", "reject waiter=2 reason=timeout",
                                         "reject waiter=4 reason=timeout"}));
@@ -168,8 +172,8 @@ TYPED_TEST(behaviour, acquire_timeouts_fire_by_deadline_then_arrival) {
 
 TYPED_TEST(behaviour, cancel_before_grant_rejects_once) {
     auto d = this->warm(this->slots(1, 1));
-    d(E::acquire(2, 1, 1));
-    d(E::acquire(3, 2, 1));
+    EXPECT_EQ(d(E::acquire(2, 1, 1)), (effects{"grant waiter=1 slot=0 lease=1"}));
+    EXPECT_EQ(d(E::acquire(3, 2, 1)), effects{});
     EXPECT_EQ(d(E::cancel(4, 2)), (effects{"reject waiter=2 reason=cancelled"}));
     EXPECT_EQ(d(E::cancel(5, 2)), effects{});
     EXPECT_EQ(d(E::release(6, 0, 1)), effects{});  // nobody waits any more
@@ -178,8 +182,8 @@ TYPED_TEST(behaviour, cancel_before_grant_rejects_once) {
 
 TYPED_TEST(behaviour, cancel_crossing_a_grant_has_no_effect) {
     auto d = this->warm(this->slots(1, 1));
-    d(E::acquire(2, 1, 1));
-    d(E::acquire(3, 2, 1));
+    EXPECT_EQ(d(E::acquire(2, 1, 1)), (effects{"grant waiter=1 slot=0 lease=1"}));
+    EXPECT_EQ(d(E::acquire(3, 2, 1)), effects{});
     EXPECT_EQ(d(E::release(4, 0, 1)), (effects{"grant waiter=2 slot=0 lease=2"}));
     EXPECT_EQ(d(E::cancel(5, 2)), effects{});
     EXPECT_EQ(d(E::cancel(5, 77)), effects{});  // never known: also nothing
@@ -188,10 +192,10 @@ TYPED_TEST(behaviour, cancel_crossing_a_grant_has_no_effect) {
 
 TYPED_TEST(behaviour, deregistration_rejects_queued_waiters_in_fifo_order) {
     auto d = this->warm(this->slots(1, 1));
-    d(E::acquire(2, 1, 1));
-    d(E::acquire(3, 2, 2));
-    d(E::acquire(4, 3, 3));
-    d(E::acquire(5, 4, 2));
+    EXPECT_EQ(d(E::acquire(2, 1, 1)), (effects{"grant waiter=1 slot=0 lease=1"}));
+    EXPECT_EQ(d(E::acquire(3, 2, 2)), effects{});
+    EXPECT_EQ(d(E::acquire(4, 3, 3)), effects{});
+    EXPECT_EQ(d(E::acquire(5, 4, 2)), effects{});
     EXPECT_EQ(d.machine().counters().active_handles, 2u);
     EXPECT_EQ(d(E::deregister(6, 2)),
               (effects{"reject waiter=2 reason=deregistered", "reject waiter=4 reason=deregistered"}));
@@ -204,7 +208,7 @@ TYPED_TEST(behaviour, saturated_at_max_waiters) {
     auto c = this->slots(1, 1);
     c.max_waiters = 2;
     auto d = this->warm(c);
-    d(E::acquire(2, 1, 1));
+    EXPECT_EQ(d(E::acquire(2, 1, 1)), (effects{"grant waiter=1 slot=0 lease=1"}));
     EXPECT_EQ(d(E::acquire(3, 2, 1)), effects{});
     EXPECT_EQ(d(E::acquire(3, 3, 2)), effects{});
     EXPECT_EQ(d(E::acquire(3, 4, 3)), (effects{"reject waiter=4 reason=saturated"}));
@@ -216,7 +220,7 @@ TYPED_TEST(behaviour, saturated_at_max_waiters_per_handle) {
     c.max_waiters = 10;
     c.max_waiters_per_handle = 2;
     auto d = this->warm(c);
-    d(E::acquire(2, 1, 1));
+    EXPECT_EQ(d(E::acquire(2, 1, 1)), (effects{"grant waiter=1 slot=0 lease=1"}));
     EXPECT_EQ(d(E::acquire(3, 2, 1)), effects{});
     EXPECT_EQ(d(E::acquire(3, 3, 1)), effects{});
     EXPECT_EQ(d(E::acquire(3, 4, 1)), (effects{"reject waiter=4 reason=saturated"}));
@@ -244,7 +248,7 @@ TYPED_TEST(behaviour, max_uses_recycles_the_resource) {
     EXPECT_EQ(d(E::acquire(4, 2, 1)), (effects{"grant waiter=2 slot=0 lease=2"}));
     EXPECT_EQ(d(E::release(5, 0, 2)), (effects{"retire slot=0 reason=max_uses"}));
     EXPECT_EQ(d(E::retired(6, 0)), (effects{"spawn slot=0"}));
-    d(E::spawned(7, 0));
+    EXPECT_EQ(d(E::spawned(7, 0)), effects{});
     EXPECT_EQ(d(E::acquire(8, 3, 1)), (effects{"grant waiter=3 slot=0 lease=3"}));
     EXPECT_EQ(d(E::release(9, 0, 3)), effects{});  // uses count from the new birth
 }
@@ -262,8 +266,8 @@ TYPED_TEST(behaviour, max_lifetime_retires_an_idle_slot_when_it_ages) {
     auto c = this->slots(1, 1);
     c.max_lifetime = 100;
     driver<TypeParam> d(c);
-    d(E::start(0));
-    d(E::spawned(10, 0));
+    EXPECT_EQ(d(E::start(0)), (effects{"spawn slot=0"}));
+    EXPECT_EQ(d(E::spawned(10, 0)), effects{});
     EXPECT_EQ(d.machine().next_deadline(), std::optional<core::nanos>(110));
     EXPECT_EQ(d(E::tick(109)), effects{});
     EXPECT_EQ(d(E::tick(110)), (effects{"retire slot=0 reason=max_lifetime"}));
@@ -274,8 +278,8 @@ TYPED_TEST(behaviour, max_lifetime_retires_a_leased_slot_at_release) {
     auto c = this->slots(1, 1);
     c.max_lifetime = 100;
     driver<TypeParam> d(c);
-    d(E::start(0));
-    d(E::spawned(10, 0));
+    EXPECT_EQ(d(E::start(0)), (effects{"spawn slot=0"}));
+    EXPECT_EQ(d(E::spawned(10, 0)), effects{});
     EXPECT_EQ(d(E::acquire(20, 1, 1)), (effects{"grant waiter=1 slot=0 lease=1"}));
     EXPECT_EQ(d.machine().next_deadline(), std::nullopt);
     EXPECT_EQ(d(E::tick(200)), effects{});
@@ -286,16 +290,16 @@ TYPED_TEST(behaviour, idle_timeout_never_goes_below_min_slots) {
     auto c = this->slots(3, 1);
     c.idle_timeout = 100;
     driver<TypeParam> d(c);
-    d(E::start(0));
-    d(E::spawned(1, 0));
+    EXPECT_EQ(d(E::start(0)), (effects{"spawn slot=0"}));
+    EXPECT_EQ(d(E::spawned(1, 0)), effects{});
     EXPECT_EQ(d(E::acquire(2, 1, 1)), (effects{"grant waiter=1 slot=0 lease=1"}));
     EXPECT_EQ(d(E::acquire(3, 2, 1)), (effects{"spawn slot=1"}));
     EXPECT_EQ(d(E::acquire(3, 3, 1)), (effects{"spawn slot=2"}));
     EXPECT_EQ(d(E::spawned(4, 1)), (effects{"grant waiter=2 slot=1 lease=2"}));
     EXPECT_EQ(d(E::spawned(5, 2)), (effects{"grant waiter=3 slot=2 lease=3"}));
-    d(E::release(10, 0, 1));
-    d(E::release(20, 1, 2));
-    d(E::release(30, 2, 3));
+    EXPECT_EQ(d(E::release(10, 0, 1)), effects{});
+    EXPECT_EQ(d(E::release(20, 1, 2)), effects{});
+    EXPECT_EQ(d(E::release(30, 2, 3)), effects{});
     EXPECT_EQ(d.machine().next_deadline(), std::optional<core::nanos>(110));
     EXPECT_EQ(d(E::tick(110)), (effects{"retire slot=0 reason=idle"}));
     EXPECT_EQ(d.machine().next_deadline(), std::optional<core::nanos>(120));
@@ -319,7 +323,7 @@ TYPED_TEST(behaviour, spawns_one_per_unserved_waiter_up_to_max_concurrent_spawns
     auto c = this->slots(4, 0);
     c.max_concurrent_spawns = 2;
     driver<TypeParam> d(c);
-    d(E::start(0));
+    EXPECT_EQ(d(E::start(0)), effects{});
     EXPECT_EQ(d(E::acquire(1, 1, 1)), (effects{"spawn slot=0"}));
     EXPECT_EQ(d(E::acquire(2, 2, 2)), (effects{"spawn slot=1"}));
     EXPECT_EQ(d(E::acquire(3, 3, 3)), effects{});
@@ -336,27 +340,27 @@ TYPED_TEST(behaviour, spawn_failure_backoff_doubles_to_its_cap_and_resets_on_suc
     EXPECT_EQ(d.machine().next_deadline(), std::optional<core::nanos>(110));
     EXPECT_EQ(d(E::tick(109)), effects{});
     EXPECT_EQ(d(E::tick(110)), (effects{"spawn slot=0"}));
-    d(E::spawn_failed(120, 0));
+    EXPECT_EQ(d(E::spawn_failed(120, 0)), effects{});
     EXPECT_EQ(d.machine().next_deadline(), std::optional<core::nanos>(320));  // 200
     EXPECT_EQ(d(E::tick(320)), (effects{"spawn slot=0"}));
-    d(E::spawn_failed(330, 0));
+    EXPECT_EQ(d(E::spawn_failed(330, 0)), effects{});
     EXPECT_EQ(d.machine().next_deadline(), std::optional<core::nanos>(680));  // 350, capped
     EXPECT_EQ(d(E::tick(680)), (effects{"spawn slot=0"}));
-    d(E::spawn_failed(700, 0));
+    EXPECT_EQ(d(E::spawn_failed(700, 0)), effects{});
     EXPECT_EQ(d.machine().next_deadline(), std::optional<core::nanos>(1050));  // still 350
     EXPECT_EQ(d(E::tick(1050)), (effects{"spawn slot=0"}));
     EXPECT_EQ(d(E::spawned(1060, 0)), effects{});
     EXPECT_EQ(d(E::died(1070, 0)), (effects{"retire slot=0 reason=died"}));
     EXPECT_EQ(d(E::retired(1080, 0)), (effects{"spawn slot=0"}));
-    d(E::spawn_failed(1090, 0));
+    EXPECT_EQ(d(E::spawn_failed(1090, 0)), effects{});
     EXPECT_EQ(d.machine().next_deadline(), std::optional<core::nanos>(1190));  // back to 100
     EXPECT_EQ(d.machine().counters().spawn_failures, 5u);
 }
 
 TYPED_TEST(behaviour, died_idle_slot_is_replaced) {
     driver<TypeParam> d(this->slots(2, 1));
-    d(E::start(0));
-    d(E::spawned(1, 0));
+    EXPECT_EQ(d(E::start(0)), (effects{"spawn slot=0"}));
+    EXPECT_EQ(d(E::spawned(1, 0)), effects{});
     EXPECT_EQ(d(E::died(2, 0)), (effects{"retire slot=0 reason=died", "spawn slot=1"}));
     EXPECT_EQ(d(E::spawned(3, 1)), effects{});
     EXPECT_EQ(d(E::acquire(4, 1, 1)), (effects{"grant waiter=1 slot=1 lease=1"}));
@@ -366,13 +370,13 @@ TYPED_TEST(behaviour, leak_is_reported_once_per_lease) {
     auto c = this->slots(1, 1);
     c.leak_threshold = 50;
     auto d = this->warm(c);
-    d(E::acquire(10, 1, 1));
+    EXPECT_EQ(d(E::acquire(10, 1, 1)), (effects{"grant waiter=1 slot=0 lease=1"}));
     EXPECT_EQ(d.machine().next_deadline(), std::optional<core::nanos>(60));
     EXPECT_EQ(d(E::tick(59)), effects{});
     EXPECT_EQ(d(E::tick(60)), (effects{"leak_suspected slot=0 lease=1"}));
     EXPECT_EQ(d.machine().next_deadline(), std::nullopt);
     EXPECT_EQ(d(E::tick(1000)), effects{});
-    d(E::release(1001, 0, 1));
+    EXPECT_EQ(d(E::release(1001, 0, 1)), effects{});
     EXPECT_EQ(d(E::acquire(1002, 2, 1)), (effects{"grant waiter=2 slot=0 lease=2"}));
     EXPECT_EQ(d(E::tick(1052)), (effects{"leak_suspected slot=0 lease=2"}));
     EXPECT_EQ(d.machine().counters().leaks_suspected, 2u);
@@ -389,8 +393,8 @@ TYPED_TEST(behaviour, leaks_found_in_one_step_are_reported_by_slot_index) {
 
 TYPED_TEST(behaviour, shutdown_rejects_queued_and_later_waiters_and_retires_slots_as_they_come_back) {
     driver<TypeParam> d(this->slots(4, 2));
-    d(E::start(0));
-    d(E::spawned(1, 0));
+    EXPECT_EQ(d(E::start(0)), (effects{"spawn slot=0", "spawn slot=1"}));
+    EXPECT_EQ(d(E::spawned(1, 0)), effects{});
     EXPECT_EQ(d(E::acquire(2, 1, 1)), (effects{"grant waiter=1 slot=0 lease=1"}));
     EXPECT_EQ(d(E::acquire(3, 2, 1)), effects{});  // slot 1 is still spawning for it
     EXPECT_EQ(d(E::acquire(3, 3, 2)), (effects{"spawn slot=2"}));
@@ -411,10 +415,10 @@ TYPED_TEST(behaviour, shutdown_rejects_queued_and_later_waiters_and_retires_slot
 
 TYPED_TEST(behaviour, shutdown_retires_idle_slots_by_slot_index_and_closes_once) {
     driver<TypeParam> d(this->slots(3, 3));
-    d(E::start(0));
-    d(E::spawned(1, 2));
-    d(E::spawned(2, 0));
-    d(E::spawned(3, 1));
+    EXPECT_EQ(d(E::start(0)), (effects{"spawn slot=0", "spawn slot=1", "spawn slot=2"}));
+    EXPECT_EQ(d(E::spawned(1, 2)), effects{});
+    EXPECT_EQ(d(E::spawned(2, 0)), effects{});
+    EXPECT_EQ(d(E::spawned(3, 1)), effects{});
     EXPECT_EQ(d(E::shutdown(4)), (effects{"retire slot=0 reason=shutdown", "retire slot=1 reason=shutdown",
                                           "retire slot=2 reason=shutdown"}));
     EXPECT_EQ(d(E::retired(5, 1)), effects{});  // no min_slots restore while closing
@@ -425,7 +429,7 @@ TYPED_TEST(behaviour, shutdown_retires_idle_slots_by_slot_index_and_closes_once)
 
 TYPED_TEST(behaviour, shutdown_of_an_empty_pool_closes_at_once) {
     driver<TypeParam> d(this->slots(2, 0));
-    d(E::start(0));
+    EXPECT_EQ(d(E::start(0)), effects{});
     EXPECT_EQ(d(E::shutdown(1)), (effects{"closed"}));
 }
 

@@ -24,10 +24,10 @@ protected:
         c.acquire_timeout = 500;
         c.leak_threshold = 1000;
         driver<Machine> d(c);
-        d(E::start(0));
-        d(E::spawned(10, 0));
-        d(E::acquire(20, 1, 1));
-        d(E::acquire(30, 2, 2));
+        EXPECT_EQ(d(E::start(0)), (effects{"spawn slot=0"})) << "busy_pool";
+        EXPECT_EQ(d(E::spawned(10, 0)), effects{}) << "busy_pool";
+        EXPECT_EQ(d(E::acquire(20, 1, 1)), (effects{"grant waiter=1 slot=0 lease=1"})) << "busy_pool";
+        EXPECT_EQ(d(E::acquire(30, 2, 2)), (effects{"spawn slot=1"})) << "busy_pool";  // deadline 530
         return d;
     }
 
@@ -43,14 +43,34 @@ protected:
         return out;
     }
 
+    // What busy_pool() answers to the suffix, step by step.
+    static std::vector<effects> busy_pool_suffix() {
+        return {
+            {},                                  // @40 tick
+            {"spawn slot=2"},                    // @41 acquire waiter=3 handle=1: queued, deadline 541
+            {"grant waiter=2 slot=0 lease=2"},   // @42 release slot=0 lease=1
+            {"grant waiter=3 slot=1 lease=3"},   // @43 spawned slot=1
+            {},                                  // @44 acquire waiter=4 handle=2: queued, deadline 544
+            {"reject waiter=4 reason=timeout", "leak_suspected slot=0 lease=2",
+             "leak_suspected slot=1 lease=3"},   // @1100 tick
+            {},                                  // @2000 tick
+            {},                                  // @2001 shutdown: slot 2 is still spawning
+            {"retire slot=0 reason=shutdown"},   // @2002 release slot=0 lease=2
+            {"retire slot=1 reason=shutdown"},   // @2003 release slot=1 lease=3
+        };
+    }
+
+    // `d` must be a busy_pool().
     static void expect_refused_without_change(driver<Machine> d, const E& bad, event_error expected) {
         driver<Machine> twin = d;
         const core::stats before = d.machine().counters();
         const auto deadline_before = d.machine().next_deadline();
+        EXPECT_EQ(deadline_before, std::optional<core::nanos>(530));  // waiter 2's deadline
         d.refused(bad, expected);
         EXPECT_EQ(d.machine().counters(), before) << trace::format_line(bad);
         EXPECT_EQ(d.machine().next_deadline(), deadline_before) << trace::format_line(bad);
-        EXPECT_EQ(suffix(d), suffix(twin)) << trace::format_line(bad);
+        EXPECT_EQ(suffix(twin), busy_pool_suffix());
+        EXPECT_EQ(suffix(d), busy_pool_suffix()) << trace::format_line(bad);
     }
 };
 
