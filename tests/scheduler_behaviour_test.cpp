@@ -52,6 +52,8 @@ TYPED_TEST(behaviour, immediate_uncontended_grant) {
     // The next one finds no idle slot: it queues and one spawn starts for it.
     EXPECT_EQ(d(E::acquire(11, 2, 7)), (effects{"spawn slot=1"}));
     EXPECT_EQ(d.machine().counters().queued_waiters, 1u);
+    EXPECT_EQ(d.machine().counters().acquires, 2u);
+    EXPECT_EQ(d.machine().counters().spawns, 2u);
 }
 
 TYPED_TEST(behaviour, fifo_under_saturation) {
@@ -64,6 +66,8 @@ TYPED_TEST(behaviour, fifo_under_saturation) {
     EXPECT_EQ(d(E::release(7, 0, 2)), (effects{"grant waiter=3 slot=0 lease=3"}));
     EXPECT_EQ(d(E::release(8, 0, 3)), (effects{"grant waiter=4 slot=0 lease=4"}));
     EXPECT_EQ(d.machine().counters().grants_after_wait, 3u);
+    EXPECT_EQ(d.machine().counters().wait_histogram[0], 1u);  // waiter 1: 0 ns
+    EXPECT_EQ(d.machine().counters().wait_histogram[2], 3u);  // the others: 3 ns, in [2, 4)
 }
 
 TYPED_TEST(behaviour, release_hands_the_slot_to_the_queued_waiter_not_a_newcomer) {
@@ -178,6 +182,7 @@ TYPED_TEST(behaviour, cancel_before_grant_rejects_once) {
     EXPECT_EQ(d(E::cancel(5, 2)), effects{});
     EXPECT_EQ(d(E::release(6, 0, 1)), effects{});  // nobody waits any more
     EXPECT_EQ(d.machine().counters().slots[static_cast<int>(core::slot_state::idle)], 1u);
+    EXPECT_EQ(d.machine().counters().rejections[static_cast<int>(core::reject_reason::cancelled)], 1u);
 }
 
 TYPED_TEST(behaviour, cancel_crossing_a_grant_has_no_effect) {
@@ -227,6 +232,20 @@ TYPED_TEST(behaviour, saturated_at_max_waiters_per_handle) {
     EXPECT_EQ(d(E::acquire(3, 5, 2)), effects{});
 }
 
+TYPED_TEST(behaviour, a_waiters_place_and_a_handles_record_are_reused_after_they_leave) {
+    auto c = this->slots(1, 1);
+    c.max_waiters = 1;  // one place for a waiter, one record for an active handle
+    auto d = this->warm(c);
+    EXPECT_EQ(d(E::acquire(2, 1, 1)), (effects{"grant waiter=1 slot=0 lease=1"}));
+    EXPECT_EQ(d(E::acquire(3, 2, 2)), effects{});
+    EXPECT_EQ(d(E::cancel(4, 2)), (effects{"reject waiter=2 reason=cancelled"}));
+    EXPECT_EQ(d(E::acquire(5, 3, 3)), effects{});
+    EXPECT_EQ(d(E::release(6, 0, 1)), (effects{"grant waiter=3 slot=0 lease=2"}));
+    EXPECT_EQ(d(E::acquire(7, 4, 4)), effects{});
+    EXPECT_EQ(d.machine().counters().queued_waiters, 1u);
+    EXPECT_EQ(d.machine().counters().active_handles, 1u);
+}
+
 TYPED_TEST(behaviour, dirty_release_retires_and_slot_is_granted_only_after_a_new_spawn) {
     driver<TypeParam> d(this->slots(1, 0));
     EXPECT_EQ(d(E::start(0)), effects{});
@@ -274,6 +293,17 @@ TYPED_TEST(behaviour, max_lifetime_retires_an_idle_slot_when_it_ages) {
     EXPECT_EQ(d(E::retired(111, 0)), (effects{"spawn slot=0"}));
 }
 
+TYPED_TEST(behaviour, died_for_a_slot_that_step_2_retires_changes_nothing_more) {
+    auto c = this->slots(1, 1);
+    c.max_lifetime = 100;
+    driver<TypeParam> d(c);
+    EXPECT_EQ(d(E::start(0)), (effects{"spawn slot=0"}));
+    EXPECT_EQ(d(E::spawned(10, 0)), effects{});
+    EXPECT_EQ(d(E::died(110, 0)), (effects{"retire slot=0 reason=max_lifetime"}));
+    EXPECT_EQ(d.machine().counters().retirements[static_cast<int>(core::retire_reason::died)], 0u);
+    EXPECT_EQ(d(E::retired(111, 0)), (effects{"spawn slot=0"}));
+}
+
 TYPED_TEST(behaviour, max_lifetime_retires_a_leased_slot_at_release) {
     auto c = this->slots(1, 1);
     c.max_lifetime = 100;
@@ -308,6 +338,38 @@ TYPED_TEST(behaviour, idle_timeout_never_goes_below_min_slots) {
     EXPECT_EQ(d(E::tick(10'000)), effects{});
 }
 
+TYPED_TEST(behaviour, max_lifetime_retirements_come_before_idle_timeouts_in_one_step) {
+    auto c = this->slots(2, 0);
+    c.max_lifetime = 100;
+    c.idle_timeout = 50;
+    driver<TypeParam> d(c);
+    EXPECT_EQ(d(E::start(0)), effects{});
+    EXPECT_EQ(d(E::acquire(1, 1, 1)), (effects{"spawn slot=0"}));
+    EXPECT_EQ(d(E::acquire(1, 2, 2)), (effects{"spawn slot=1"}));
+    EXPECT_EQ(d(E::spawned(2, 1)), (effects{"grant waiter=1 slot=1 lease=1"}));   // born at 2
+    EXPECT_EQ(d(E::spawned(50, 0)), (effects{"grant waiter=2 slot=0 lease=2"}));  // born at 50
+    EXPECT_EQ(d(E::release(51, 0, 2)), effects{});  // idle since 51: idle_timeout at 101
+    EXPECT_EQ(d(E::release(90, 1, 1)), effects{});  // idle since 90: max_lifetime at 102
+    EXPECT_EQ(d.machine().next_deadline(), std::optional<core::nanos>(101));
+    EXPECT_EQ(d(E::tick(110)), (effects{"retire slot=1 reason=max_lifetime", "retire slot=0 reason=idle"}));
+}
+
+TYPED_TEST(behaviour, durations_of_2_pow_64_minus_1_never_come) {
+    // Each due time saturates to 2^64-1, "never", which does not come even at that now.
+    auto c = this->slots(2, 1);
+    c.acquire_timeout = c.idle_timeout = c.max_lifetime = c.leak_threshold = core::never;
+    auto d = this->warm(c);
+    EXPECT_EQ(d(E::acquire(2, 1, 1)), (effects{"grant waiter=1 slot=0 lease=1"}));
+    EXPECT_EQ(d(E::acquire(3, 2, 1)), (effects{"spawn slot=1"}));  // queued without a deadline
+    EXPECT_EQ(d.machine().next_deadline(), std::nullopt);
+    EXPECT_EQ(d(E::spawned(4, 1)), (effects{"grant waiter=2 slot=1 lease=2"}));
+    EXPECT_EQ(d(E::release(5, 1, 2)), effects{});  // idle, with 2 live slots above min_slots
+    EXPECT_EQ(d.machine().next_deadline(), std::nullopt);
+    EXPECT_EQ(d(E::tick(core::never)), effects{});
+    EXPECT_EQ(d(E::release(core::never, 0, 1)), effects{});
+    EXPECT_EQ(d.machine().counters().slots[static_cast<int>(core::slot_state::idle)], 2u);
+}
+
 TYPED_TEST(behaviour, prewarm_and_restore_of_min_slots) {
     driver<TypeParam> d(this->slots(4, 2));
     EXPECT_EQ(d(E::start(0)), (effects{"spawn slot=0", "spawn slot=1"}));
@@ -319,6 +381,17 @@ TYPED_TEST(behaviour, prewarm_and_restore_of_min_slots) {
     EXPECT_EQ(d.machine().counters().slots[static_cast<int>(core::slot_state::empty)], 2u);
 }
 
+TYPED_TEST(behaviour, spawns_take_the_lowest_empty_slots_in_whatever_order_they_emptied) {
+    auto c = this->slots(2, 2);
+    c.spawn_backoff_initial = 100;
+    driver<TypeParam> d(c);
+    EXPECT_EQ(d(E::start(0)), (effects{"spawn slot=0", "spawn slot=1"}));
+    EXPECT_EQ(d(E::spawn_failed(1, 1)), effects{});
+    EXPECT_EQ(d(E::spawn_failed(2, 0)), effects{});
+    EXPECT_EQ(d.machine().next_deadline(), std::optional<core::nanos>(202));
+    EXPECT_EQ(d(E::tick(202)), (effects{"spawn slot=0", "spawn slot=1"}));
+}
+
 TYPED_TEST(behaviour, spawns_one_per_unserved_waiter_up_to_max_concurrent_spawns) {
     auto c = this->slots(4, 0);
     c.max_concurrent_spawns = 2;
@@ -328,6 +401,13 @@ TYPED_TEST(behaviour, spawns_one_per_unserved_waiter_up_to_max_concurrent_spawns
     EXPECT_EQ(d(E::acquire(2, 2, 2)), (effects{"spawn slot=1"}));
     EXPECT_EQ(d(E::acquire(3, 3, 3)), effects{});
     EXPECT_EQ(d(E::spawned(4, 0)), (effects{"grant waiter=1 slot=0 lease=1", "spawn slot=2"}));
+}
+
+TYPED_TEST(behaviour, max_concurrent_spawns_above_max_slots_allows_every_slot) {
+    auto c = this->slots(2, 2);
+    c.max_concurrent_spawns = core::never;
+    driver<TypeParam> d(c);
+    EXPECT_EQ(d(E::start(0)), (effects{"spawn slot=0", "spawn slot=1"}));
 }
 
 TYPED_TEST(behaviour, spawn_failure_backoff_doubles_to_its_cap_and_resets_on_success) {
@@ -357,6 +437,75 @@ TYPED_TEST(behaviour, spawn_failure_backoff_doubles_to_its_cap_and_resets_on_suc
     EXPECT_EQ(d.machine().counters().spawn_failures, 5u);
 }
 
+TYPED_TEST(behaviour, spawn_backoff_stays_at_its_cap_once_the_doubling_overflows) {
+    auto c = this->slots(1, 1);
+    c.spawn_backoff_initial = 1;
+    c.spawn_backoff_max = 1000;
+    driver<TypeParam> d(c);
+    EXPECT_EQ(d(E::start(0)), (effects{"spawn slot=0"}));
+    core::nanos now = 0;
+    for (std::uint64_t failures = 1; failures <= 70; ++failures) {  // 2^(failures-1) overflows at 65
+        EXPECT_EQ(d(E::spawn_failed(now, 0)), effects{});
+        now += failures <= 10 ? core::nanos{1} << (failures - 1) : 1000;
+        EXPECT_EQ(d.machine().next_deadline(), std::optional<core::nanos>(now)) << failures;
+        EXPECT_EQ(d(E::tick(now)), (effects{"spawn slot=0"})) << failures;
+    }
+}
+
+TYPED_TEST(behaviour, spawn_backoff_that_just_fits_in_64_bits_is_kept) {
+    // Both spawns fail at 0: the second delay is (2^63-1) * 2 = 2^64-2, which still fits.
+    auto c = this->slots(2, 2);
+    c.spawn_backoff_initial = core::never >> 1;
+    c.spawn_backoff_max = core::never;
+    driver<TypeParam> d(c);
+    EXPECT_EQ(d(E::start(0)), (effects{"spawn slot=0", "spawn slot=1"}));
+    EXPECT_EQ(d(E::spawn_failed(0, 0)), effects{});
+    EXPECT_EQ(d.machine().next_deadline(), std::optional<core::nanos>(core::never >> 1));
+    EXPECT_EQ(d(E::spawn_failed(0, 1)), effects{});
+    EXPECT_EQ(d.machine().next_deadline(), std::optional<core::nanos>(core::never - 1));
+    EXPECT_EQ(d(E::tick(core::never - 1)), (effects{"spawn slot=0", "spawn slot=1"}));
+}
+
+TYPED_TEST(behaviour, a_spawn_that_succeeds_during_a_backoff_ends_it) {
+    auto c = this->slots(2, 0);
+    c.spawn_backoff_initial = 100;
+    driver<TypeParam> d(c);
+    EXPECT_EQ(d(E::start(0)), effects{});
+    EXPECT_EQ(d(E::acquire(1, 1, 1)), (effects{"spawn slot=0"}));
+    EXPECT_EQ(d(E::acquire(2, 2, 2)), (effects{"spawn slot=1"}));
+    EXPECT_EQ(d(E::spawn_failed(3, 0)), effects{});  // no spawn for waiter 2 before 103
+    EXPECT_EQ(d.machine().next_deadline(), std::optional<core::nanos>(103));
+    EXPECT_EQ(d(E::spawned(4, 1)), (effects{"grant waiter=1 slot=1 lease=1", "spawn slot=0"}));
+}
+
+TYPED_TEST(behaviour, next_deadline_leaves_out_times_that_would_do_no_work) {
+    auto c = this->slots(2, 0);
+    c.spawn_backoff_initial = 100;
+    driver<TypeParam> d(c);
+    EXPECT_EQ(d(E::start(0)), effects{});
+    EXPECT_EQ(d(E::acquire(1, 1, 1)), (effects{"spawn slot=0"}));
+    EXPECT_EQ(d(E::spawned(2, 0)), (effects{"grant waiter=1 slot=0 lease=1"}));
+    EXPECT_EQ(d(E::release(3, 0, 1)), effects{});
+    EXPECT_EQ(d.machine().next_deadline(), std::nullopt);  // idle above min_slots, but no idle_timeout
+    EXPECT_EQ(d(E::acquire(4, 2, 1)), (effects{"grant waiter=2 slot=0 lease=2"}));
+    EXPECT_EQ(d(E::acquire(5, 3, 1)), (effects{"spawn slot=1"}));
+    EXPECT_EQ(d(E::spawn_failed(6, 1)), effects{});
+    EXPECT_EQ(d.machine().next_deadline(), std::optional<core::nanos>(106));
+    EXPECT_EQ(d(E::cancel(7, 3)), (effects{"reject waiter=3 reason=cancelled"}));
+    EXPECT_EQ(d.machine().next_deadline(), std::nullopt);  // the backoff's end would start no spawn
+}
+
+TYPED_TEST(behaviour, next_deadline_leaves_out_the_backoff_while_shutting_down) {
+    auto c = this->slots(2, 1);
+    c.spawn_backoff_initial = 100;
+    driver<TypeParam> d(c);
+    EXPECT_EQ(d(E::start(0)), (effects{"spawn slot=0"}));
+    EXPECT_EQ(d(E::spawn_failed(1, 0)), effects{});
+    EXPECT_EQ(d.machine().next_deadline(), std::optional<core::nanos>(101));  // to restore min_slots
+    EXPECT_EQ(d(E::shutdown(2)), (effects{"closed"}));
+    EXPECT_EQ(d.machine().next_deadline(), std::nullopt);
+}
+
 TYPED_TEST(behaviour, died_idle_slot_is_replaced) {
     driver<TypeParam> d(this->slots(2, 1));
     EXPECT_EQ(d(E::start(0)), (effects{"spawn slot=0"}));
@@ -364,6 +513,15 @@ TYPED_TEST(behaviour, died_idle_slot_is_replaced) {
     EXPECT_EQ(d(E::died(2, 0)), (effects{"retire slot=0 reason=died", "spawn slot=1"}));
     EXPECT_EQ(d(E::spawned(3, 1)), effects{});
     EXPECT_EQ(d(E::acquire(4, 1, 1)), (effects{"grant waiter=1 slot=1 lease=1"}));
+}
+
+TYPED_TEST(behaviour, a_dead_slot_is_granted_again_only_after_a_new_spawn) {
+    auto d = this->warm(this->slots(2, 2));
+    EXPECT_EQ(d(E::died(2, 0)), (effects{"retire slot=0 reason=died"}));  // no empty slot to restore min_slots
+    EXPECT_EQ(d(E::acquire(3, 1, 1)), (effects{"grant waiter=1 slot=1 lease=1"}));
+    EXPECT_EQ(d(E::acquire(4, 2, 1)), effects{});
+    EXPECT_EQ(d(E::retired(5, 0)), (effects{"spawn slot=0"}));
+    EXPECT_EQ(d(E::spawned(6, 0)), (effects{"grant waiter=2 slot=0 lease=2"}));
 }
 
 TYPED_TEST(behaviour, leak_is_reported_once_per_lease) {
@@ -389,6 +547,15 @@ TYPED_TEST(behaviour, leaks_found_in_one_step_are_reported_by_slot_index) {
     EXPECT_EQ(d(E::acquire(10, 1, 1)), (effects{"grant waiter=1 slot=1 lease=1"}));
     EXPECT_EQ(d(E::acquire(20, 2, 1)), (effects{"grant waiter=2 slot=0 lease=2"}));
     EXPECT_EQ(d(E::tick(100)), (effects{"leak_suspected slot=0 lease=2", "leak_suspected slot=1 lease=1"}));
+}
+
+TYPED_TEST(behaviour, shutdown_in_the_step_of_a_leak_report_retires_only_the_idle_slots) {
+    auto c = this->slots(2, 2);
+    c.leak_threshold = 50;
+    auto d = this->warm(c);
+    EXPECT_EQ(d(E::acquire(10, 1, 1)), (effects{"grant waiter=1 slot=1 lease=1"}));
+    EXPECT_EQ(d(E::shutdown(60)), (effects{"leak_suspected slot=1 lease=1", "retire slot=0 reason=shutdown"}));
+    EXPECT_EQ(d(E::release(61, 1, 1)), (effects{"retire slot=1 reason=shutdown"}));
 }
 
 TYPED_TEST(behaviour, shutdown_rejects_queued_and_later_waiters_and_retires_slots_as_they_come_back) {

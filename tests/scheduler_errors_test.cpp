@@ -120,6 +120,12 @@ TYPED_TEST(errors, bad_weight) {
                                         event_error::bad_weight);
 }
 
+TYPED_TEST(errors, weights_1_and_65535_are_accepted) {
+    auto d = this->busy_pool();
+    EXPECT_EQ(d(E::acquire(35, 3, 3, std::nullopt, 1)), (effects{"spawn slot=2"}));
+    EXPECT_EQ(d(E::acquire(36, 4, 4, std::nullopt, core::max_weight)), effects{});
+}
+
 TYPED_TEST(errors, duplicate_waiter) {
     this->expect_refused_without_change(this->busy_pool(), E::acquire(35, 2, 7), event_error::duplicate_waiter);
 }
@@ -127,6 +133,17 @@ TYPED_TEST(errors, duplicate_waiter) {
 TYPED_TEST(errors, stale_lease) {
     for (const E& e : {E::release(35, 0, 2), E::release(35, 1, 1), E::release(35, 2, 1)})
         this->expect_refused_without_change(this->busy_pool(), e, event_error::stale_lease);
+}
+
+TYPED_TEST(errors, stale_lease_once_the_lease_has_ended) {
+    // A slot keeps its last lease id after the release, idle (clean) or retiring (dirty).
+    auto d = this->busy_pool();
+    EXPECT_EQ(d(E::spawned(35, 1)), (effects{"grant waiter=2 slot=1 lease=2"}));
+    EXPECT_EQ(d(E::release(36, 1, 2)), effects{});
+    d.refused(E::release(37, 1, 2), event_error::stale_lease);
+    EXPECT_EQ(d(E::release(38, 0, 1, core::release_outcome::dirty)), (effects{"retire slot=0 reason=dirty"}));
+    d.refused(E::release(39, 0, 1), event_error::stale_lease);
+    d.refused(E::release(39, 0, 1, core::release_outcome::dirty), event_error::stale_lease);
 }
 
 TYPED_TEST(errors, not_spawning) {
