@@ -16,6 +16,20 @@ constexpr bool reached(nanos due, nanos now) noexcept { return due != never && d
 
 std::uint32_t u32(std::uint64_t v) noexcept { return static_cast<std::uint32_t>(v); }
 
+// The slot life cycle (section 1): empty → spawning → idle ⇄ leased, and back to
+// empty through retiring; a spawn that fails goes straight back to empty, and one that
+// completes during shutdown retires at once.
+constexpr bool legal_transition(slot_state from, slot_state to) noexcept {
+    switch (from) {
+        case slot_state::empty: return to == slot_state::spawning;
+        case slot_state::spawning: return to == slot_state::idle || to == slot_state::empty || to == slot_state::retiring;
+        case slot_state::idle: return to == slot_state::leased || to == slot_state::retiring;
+        case slot_state::leased: return to == slot_state::idle || to == slot_state::retiring;
+        case slot_state::retiring: return to == slot_state::empty;
+    }
+    return false;
+}
+
 std::uint64_t random_seed() {
     std::random_device device;
     return (std::uint64_t{device()} << 32) ^ device();
@@ -68,8 +82,11 @@ step_result scheduler::step(const event& e) {
     hand_out();
     plan_spawns();
     close_if_done();
-    FAIRPOOL_ASSERT(idle_order_.empty() || arrivals_order_.empty());
+    FAIRPOOL_ASSERT(idle_order_.empty() || arrivals_order_.empty());  // invariant 6
     FAIRPOOL_ASSERT(stats_.queued_waiters == arrivals_order_.size);
+    FAIRPOOL_ASSERT(stats_.queued_waiters <= config_.max_waiters);
+    FAIRPOOL_ASSERT(count(slot_state::idle) == idle_order_.size);
+    FAIRPOOL_ASSERT(!shutting_down_ || arrivals_order_.empty());
     return {event_error::ok, {effects_.data(), effects_.size()}};
 }
 
@@ -115,16 +132,20 @@ void scheduler::expire() {
 }
 
 void scheduler::expire_waiters() {
+    // Bound: each pass removes one queued waiter (≤ max_waiters).
     while (!deadlines_.empty() && deadlines_.earliest().primary <= now_)
         reject_queued(deadlines_.earliest().item, reject_reason::timeout);
+    FAIRPOOL_ASSERT(deadlines_.empty() || deadlines_.earliest().primary > now_);
 }
 
 void scheduler::report_leaks() {
     if (config_.leak_threshold == 0) return;
     scratch_.clear();
+    // Bound: each pass removes one unreported lease (≤ max_slots).
     while (!unreported_leases_.empty()) {
         const std::uint32_t s = unreported_leases_.head;
         if (!reached(saturating_add(slots_[s].granted_at, config_.leak_threshold), now_)) break;
+        FAIRPOOL_ASSERT(slots_[s].state == slot_state::leased && slots_[s].leak_unreported);
         leak_links_.remove(unreported_leases_, s);
         slots_[s].leak_unreported = false;
         scratch_.push_back(s);
@@ -139,6 +160,7 @@ void scheduler::report_leaks() {
 void scheduler::retire_aged_idle() {
     if (config_.max_lifetime == 0) return;
     scratch_.clear();
+    // Bound: each pass takes one idle slot out of aged_idle_ (≤ max_slots).
     while (!aged_idle_.empty() && reached(saturating_add(aged_idle_.top().primary, config_.max_lifetime), now_))
         scratch_.push_back(aged_idle_.top().item), leave_idle(aged_idle_.top().item);
     retire_sorted_scratch(retire_reason::max_lifetime);
@@ -146,6 +168,7 @@ void scheduler::retire_aged_idle() {
 
 void scheduler::retire_idle_timeouts() {
     if (config_.idle_timeout == 0) return;
+    // Bound: each pass retires one idle slot (≤ max_slots).
     while (!idle_order_.empty() && live() > config_.min_slots) {
         const std::uint32_t oldest = idle_order_.head;
         if (!reached(saturating_add(slots_[oldest].idle_since, config_.idle_timeout), now_)) return;
@@ -240,6 +263,7 @@ void scheduler::spawned(std::uint32_t s) {
 }
 
 void scheduler::spawn_failed(std::uint32_t s) {
+    FAIRPOOL_ASSERT(slots_[s].state == slot_state::spawning);
     ++stats_.spawn_failures;
     become_empty(s);
     ++spawn_failures_in_a_row_;
@@ -262,16 +286,19 @@ void scheduler::died(std::uint32_t s) {
 void scheduler::shutdown() {
     if (shutting_down_) return;
     shutting_down_ = true;
+    // Bounds: each pass removes one queued waiter (≤ max_waiters), one idle slot (≤ max_slots).
     while (!arrivals_order_.empty()) reject_queued(arrivals_order_.head, reject_reason::closed);
     scratch_.clear();
     while (!idle_order_.empty()) scratch_.push_back(idle_order_.head), leave_idle(idle_order_.head);
     retire_sorted_scratch(retire_reason::shutdown);
+    FAIRPOOL_ASSERT(arrivals_order_.empty() && idle_order_.empty() && stats_.active_handles == 0);
 }
 
 // ---------------------------------------------------------------------------------
 // Steps 4 to 6
 
 void scheduler::hand_out() {
+    // Bound: each pass grants one idle slot (≤ max_slots).
     while (!idle_order_.empty() && !arrivals_order_.empty()) grant_queued(next_waiter());
 }
 
@@ -283,8 +310,10 @@ std::uint32_t scheduler::next_waiter() const noexcept {
 
 void scheduler::plan_spawns() {
     if (shutting_down_ || !reached(backoff_end_, now_)) return;
+    // Bound: spawn_budget() ≤ empty slots ≤ max_slots.
     for (std::int64_t n = spawn_budget(); n > 0; --n) {
         const std::uint32_t s = empty_slots_.pop();
+        FAIRPOOL_ASSERT(slots_[s].state == slot_state::empty);
         set_state(s, slot_state::spawning);
         ++stats_.spawns;
         emit(effect::spawn(s));
@@ -297,12 +326,16 @@ std::int64_t scheduler::spawn_budget() const noexcept {
     const auto wanted = std::max(waiting - spawning, static_cast<std::int64_t>(config_.min_slots) -
                                                          static_cast<std::int64_t>(live()));
     const auto concurrency = static_cast<std::int64_t>(std::min(*config_.max_concurrent_spawns, config_.max_slots));
-    return std::min({wanted, static_cast<std::int64_t>(count(slot_state::empty)), concurrency - spawning});
+    const std::int64_t budget =
+        std::min({wanted, static_cast<std::int64_t>(count(slot_state::empty)), concurrency - spawning});
+    FAIRPOOL_ASSERT(budget <= static_cast<std::int64_t>(config_.max_slots));
+    return budget;
 }
 
 void scheduler::close_if_done() {
     if (!shutting_down_ || closed_ || count(slot_state::empty) != config_.max_slots) return;
     FAIRPOOL_ASSERT(arrivals_order_.empty());
+    FAIRPOOL_ASSERT(stats_.queued_waiters == 0 && stats_.active_handles == 0);
     closed_ = true;
     emit(effect::closed());
 }
@@ -322,9 +355,12 @@ void scheduler::enqueue(const event& e, nanos deadline) {
         ++stats_.active_handles;
     }
     FAIRPOOL_ASSERT(!free_waiters_.empty());
+    FAIRPOOL_ASSERT(stats_.queued_waiters < config_.max_waiters);
+    FAIRPOOL_ASSERT(handles_[h].waiters.size < *config_.max_waiters_per_handle);
+    FAIRPOOL_ASSERT(waiter_ids_.find(e.waiter) == no_index);  // validate: not a duplicate
     const std::uint32_t w = free_waiters_.back();
     free_waiters_.pop_back();
-    waiters_[w] = {e.waiter, h, deadline, now_, arrivals_++};
+    waiters_[w] = {e.waiter, deadline, now_, arrivals_++, h};
     waiter_ids_.insert(e.waiter, w);
     arrival_links_.push_back(arrivals_order_, w);
     handle_links_.push_back(handles_[h].waiters, w);
@@ -358,7 +394,9 @@ void scheduler::reject_queued(std::uint32_t w, reject_reason why) {
 }
 
 void scheduler::remove_waiter(std::uint32_t w) noexcept {
+    FAIRPOOL_ASSERT(w < config_.max_waiters && stats_.queued_waiters > 0);
     const waiter_record& waiter = waiters_[w];
+    FAIRPOOL_ASSERT(waiter_ids_.find(waiter.id) == w);
     handle_record& handle = handles_[waiter.handle];
     arrival_links_.remove(arrivals_order_, w);
     handle_links_.remove(handle.waiters, w);
@@ -384,7 +422,9 @@ std::uint64_t scheduler::live() const noexcept {
 }
 
 void scheduler::set_state(std::uint32_t s, slot_state next) noexcept {
-    FAIRPOOL_ASSERT(slots_[s].state != next);
+    FAIRPOOL_ASSERT(s < config_.max_slots);
+    FAIRPOOL_ASSERT(legal_transition(slots_[s].state, next));
+    FAIRPOOL_ASSERT(count(slots_[s].state) > 0);
     --stats_.slots[static_cast<int>(slots_[s].state)];
     ++stats_.slots[static_cast<int>(next)];
     slots_[s].state = next;
@@ -393,11 +433,14 @@ void scheduler::set_state(std::uint32_t s, slot_state next) noexcept {
 std::uint32_t scheduler::take_idle_slot() noexcept {
     FAIRPOOL_ASSERT(!idle_order_.empty());
     const std::uint32_t s = config_.idle_order == idle_order::lifo ? idle_order_.tail : idle_order_.head;
+    FAIRPOOL_ASSERT(s < config_.max_slots);
     leave_idle(s);
     return s;
 }
 
 void scheduler::grant(std::uint64_t waiter_id, std::uint32_t s, nanos arrived_at) {
+    FAIRPOOL_ASSERT(waiter_ids_.find(waiter_id) == no_index);  // no longer queued
+    FAIRPOOL_ASSERT(now_ >= arrived_at);
     slot_record& slot = slots_[s];
     set_state(s, slot_state::leased);
     slot.lease = ++last_lease_;
@@ -465,6 +508,7 @@ std::optional<nanos> scheduler::next_deadline() const noexcept {
         earliest = std::min(earliest, saturating_add(slots_[idle_order_.head].idle_since, config_.idle_timeout));
     if (!shutting_down_ && backoff_end_ > now_ && spawn_budget() >= 1) earliest = std::min(earliest, backoff_end_);
     if (earliest == never) return std::nullopt;
+    FAIRPOOL_ASSERT(earliest > now_);  // a time that would do no work now is never returned
     return earliest;
 }
 

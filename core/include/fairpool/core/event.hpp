@@ -98,10 +98,10 @@ enum class retire_reason : std::uint8_t { dirty, max_uses, max_lifetime, idle, d
 inline constexpr int retire_reason_count = 6;
 
 struct effect {
-    effect_kind kind = effect_kind::closed;
     std::uint64_t waiter = 0;  // grant, reject
-    std::uint32_t slot = 0;    // grant, spawn, retire, leak_suspected
     std::uint64_t lease = 0;   // grant, leak_suspected
+    std::uint32_t slot = 0;    // grant, spawn, retire, leak_suspected
+    effect_kind kind = effect_kind::closed;
     reject_reason rejected = reject_reason::saturated;  // reject
     retire_reason retired = retire_reason::dirty;       // retire
 
@@ -139,6 +139,8 @@ struct effect {
 
     friend bool operator==(const effect&, const effect&) = default;
 };
+// Three words: a step's effects are copied and scanned by every consumer.
+static_assert(sizeof(effect) == 24);
 
 // What one step produced: its error and, in contract order, its effects. A machine
 // hands this back only once its transition is complete; `effects` views the machine's
