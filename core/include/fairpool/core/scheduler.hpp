@@ -91,6 +91,9 @@ private:
     void report_leaks();
     void retire_aged_idle();
     void retire_idle_timeouts();
+    [[nodiscard]] nanos earliest_time_driven_work() const noexcept;
+    [[nodiscard]] nanos idle_timeout_due() const noexcept;
+    void due_no_later_than(nanos t) noexcept;
     // Step 3.
     void apply(const event& e);
     void acquire(const event& e);
@@ -125,8 +128,10 @@ private:
     void become_empty(std::uint32_t slot) noexcept;
     void retire_sorted_scratch(retire_reason why);
     [[nodiscard]] std::int64_t spawn_budget() const noexcept;
-    [[nodiscard]] std::uint64_t count(slot_state s) const noexcept;
-    [[nodiscard]] std::uint64_t live() const noexcept;
+    [[nodiscard]] std::uint64_t count(slot_state s) const noexcept { return stats_.slots[static_cast<int>(s)]; }
+    [[nodiscard]] std::uint64_t live() const noexcept {
+        return count(slot_state::idle) + count(slot_state::leased) + count(slot_state::spawning);
+    }
 
     void emit(const effect& f) noexcept;
 
@@ -136,9 +141,12 @@ private:
     bool closed_ = false;
     nanos now_ = 0;
     std::uint64_t last_lease_ = 0;
+    std::uint64_t highest_waiter_ = 0;   // of every valid acquire so far
     std::uint64_t arrivals_ = 0;
     std::uint64_t spawn_failures_in_a_row_ = 0;
     nanos backoff_end_ = 0;
+    nanos due_ = never;                  // no time-driven work is due before this (step 2)
+    bool spawn_inputs_changed_ = true;   // spawn planning may start a spawn (step 5)
     stats stats_;
     detail::bounded_vector<effect> effects_;  // of the current step, capacity max_effects_per_step
 
