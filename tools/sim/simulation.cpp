@@ -10,10 +10,6 @@ namespace fairpool::sim {
 
 using detail::plus;
 
-namespace {
-
-}  // namespace
-
 simulation::simulation(std::uint64_t seed, const run_settings& settings)
     : impl_(std::make_unique<impl>(seed, settings)) {}
 
