@@ -21,23 +21,23 @@ void append_fields(std::string& out, const Record& record, std::span<const schem
     }
 }
 
-}  // namespace
-
-std::string format(const core::event& e) {
-    std::string out = core::to_string(e.kind);
-    append_fields(out, e, schema::fields_of(e.kind));
+// "KIND key=value…": an event or an effect.
+template <typename Record>
+std::string format_record(const Record& record) {
+    std::string out = core::to_string(record.kind);
+    append_fields(out, record, schema::fields_of(record.kind));
     return out;
 }
+
+}  // namespace
+
+std::string format(const core::event& e) { return format_record(e); }
 
 std::string format_line(const core::event& e) {
     return schema::event_mark + std::to_string(e.now) + " " + format(e);
 }
 
-std::string format(const core::effect& f) {
-    std::string out = core::to_string(f.kind);
-    append_fields(out, f, schema::fields_of(f.kind));
-    return out;
-}
+std::string format(const core::effect& f) { return format_record(f); }
 
 std::string format_canonical(const core::config& c) {
     std::string out(schema::config_word);

@@ -345,16 +345,16 @@ private:
     std::ios::iostate mask_;
 };
 
-}  // namespace
-
-read_result read(std::istream& in) {
+// Runs a reader over the lines of an input and turns what stops it into a read_error.
+// for_each_line(feed) calls feed(line) for every line, without its '\n', and returns
+// false if the input could not be read to its end.
+template <typename ForEachLine>
+read_result read_lines(ForEachLine for_each_line) {
     std::size_t lines = 0;
     try {
-        exception_mask_guard guard(in);
         reader r;
-        std::string text;
-        while (std::getline(in, text)) r.line(text, ++lines);
-        if (in.bad()) return read_error{lines + 1, "read error"};
+        const auto feed = [&r, &lines](std::string_view line) { r.line(line, ++lines); };
+        if (!for_each_line(feed)) return read_error{lines + 1, "read error"};
         return r.finish(lines);
     } catch (failure& f) {
         return read_error{f.line, std::move(f.message)};
@@ -363,22 +363,27 @@ read_result read(std::istream& in) {
     }
 }
 
+}  // namespace
+
+read_result read(std::istream& in) {
+    return read_lines([&in](const auto& feed) {
+        exception_mask_guard guard(in);
+        std::string text;
+        while (std::getline(in, text)) feed(text);
+        return !in.bad();
+    });
+}
+
 read_result read(const std::string& text) {
-    std::size_t lines = 0;
-    try {
-        reader r;
+    return read_lines([&text](const auto& feed) {
         std::string_view rest = text;
         while (!rest.empty()) {
             const std::size_t end = rest.find('\n');
-            r.line(rest.substr(0, end), ++lines);
+            feed(rest.substr(0, end));
             rest = end == std::string_view::npos ? std::string_view{} : rest.substr(end + 1);
         }
-        return r.finish(lines);
-    } catch (failure& f) {
-        return read_error{f.line, std::move(f.message)};
-    } catch (...) {  // out of memory
-        return read_error{lines == 0 ? 1 : lines, "out of memory"};
-    }
+        return true;
+    });
 }
 
 }  // namespace fairpool::trace
