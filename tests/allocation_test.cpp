@@ -8,7 +8,8 @@
 #include <new>
 
 #include "fairpool/core/scheduler.hpp"
-#include "random_workload.hpp"
+#include "support/event_generator.hpp"
+#include "support/seeded_choices.hpp"
 
 namespace {
 
@@ -25,16 +26,17 @@ namespace {
 
 std::uint64_t steps_without_allocation(const core::config& c, std::uint64_t steps, std::uint64_t seed) {
     core::scheduler s(c, seed);
-    random_workload workload(c, seed, steps + 1);
+    event_generator events(c, steps);
+    seeded_choices choices(seed);
     std::uint64_t effects = 0;
     const std::uint64_t before = allocations.load();
     for (std::uint64_t i = 0; i < steps; ++i) {
-        const core::event e = workload.next(s);
+        const core::event e = events.next(s, choices);
         const core::step_result r = s.step(e);
         effects += r.effects.size();
-        workload.observe(e, r);
+        events.observe(e, r);
     }
-    EXPECT_GT(effects, steps / 10) << "the workload must actually drive the scheduler";
+    EXPECT_GT(effects, steps / 10) << "the events must actually drive the scheduler";
     EXPECT_GT(s.counters().grants_after_wait, 0u);
     return allocations.load() - before;
 }
@@ -77,11 +79,12 @@ TEST(allocation, a_copied_scheduler_allocates_nothing_either) {
     c.max_waiters = 32;
     core::scheduler original(c, 1);
     core::scheduler copy = original;
-    random_workload workload(c, 3, 100'001);
+    event_generator events(c, 100'000);
+    seeded_choices choices(3);
     const std::uint64_t before = allocations.load();
     for (int i = 0; i < 100'000; ++i) {
-        const core::event e = workload.next(copy);
-        workload.observe(e, copy.step(e));
+        const core::event e = events.next(copy, choices);
+        events.observe(e, copy.step(e));
     }
     EXPECT_EQ(allocations.load() - before, 0u);
 }

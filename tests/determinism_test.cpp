@@ -8,7 +8,8 @@
 #include "fairpool/core/scheduler.hpp"
 #include "fairpool/model/reference_model.hpp"
 #include "fairpool/trace/format.hpp"
-#include "random_workload.hpp"
+#include "support/event_generator.hpp"
+#include "support/seeded_choices.hpp"
 
 namespace fairpool::testing {
 namespace {
@@ -35,14 +36,15 @@ core::config busy_config() {
     return c;
 }
 
-// Records the events a workload generates against one scheduler.
+// Records the events the generator draws against one scheduler.
 std::vector<core::event> record_events(const core::config& c, std::uint64_t seed, int steps) {
     core::scheduler s(c, 1);
-    random_workload workload(c, seed, static_cast<std::uint64_t>(steps) + 1);
+    event_generator generator(c, static_cast<std::uint64_t>(steps));
+    seeded_choices choices(seed);
     std::vector<core::event> events;
     for (int i = 0; i < steps; ++i) {
-        events.push_back(workload.next(s));
-        workload.observe(events.back(), s.step(events.back()));
+        events.push_back(generator.next(s, choices));
+        generator.observe(events.back(), s.step(events.back()));
     }
     return events;
 }

@@ -16,6 +16,26 @@ constexpr bool reached(nanos due, nanos now) noexcept { return due != never && d
 
 std::uint32_t u32(std::uint64_t v) noexcept { return static_cast<std::uint32_t>(v); }
 
+// The slot life cycle (section 1): empty → spawning → idle ⇄ leased, and back to
+// empty through retiring; a spawn that fails goes straight back to empty, and one that
+// completes during shutdown retires at once.
+constexpr unsigned bit(slot_state s) noexcept { return 1U << static_cast<unsigned>(s); }
+
+constexpr unsigned legal_next[slot_state_count] = {
+    /* empty    */ bit(slot_state::spawning),
+    /* spawning */ bit(slot_state::idle) | bit(slot_state::empty) | bit(slot_state::retiring),
+    /* idle     */ bit(slot_state::leased) | bit(slot_state::retiring),
+    /* leased   */ bit(slot_state::idle) | bit(slot_state::retiring),
+    /* retiring */ bit(slot_state::empty),
+};
+
+constexpr bool legal_transition(slot_state from, slot_state to) noexcept {
+    return (legal_next[static_cast<unsigned>(from)] & bit(to)) != 0;
+}
+static_assert(legal_transition(slot_state::idle, slot_state::leased));
+static_assert(!legal_transition(slot_state::leased, slot_state::empty));
+static_assert(!legal_transition(slot_state::idle, slot_state::idle));
+
 std::uint64_t random_seed() {
     std::random_device device;
     return (std::uint64_t{device()} << 32) ^ device();
@@ -63,13 +83,17 @@ step_result scheduler::step(const event& e) {
     if (const event_error error = validate(e); error != event_error::ok) return {error, {}};
     now_ = e.now;
     if (e.kind == event_kind::start) started_ = true;
-    expire();
+    // Each phase is entered only when it can do something (the phases check it too).
+    if (reached(due_, now_)) expire();
     apply(e);
-    hand_out();
-    plan_spawns();
-    close_if_done();
-    FAIRPOOL_ASSERT(idle_order_.empty() || arrivals_order_.empty());
-    FAIRPOOL_ASSERT(stats_.queued_waiters == arrivals_order_.size);
+    if (!idle_order_.empty() && !arrivals_order_.empty()) hand_out();
+    if (spawn_inputs_changed_) plan_spawns();
+    if (shutting_down_) close_if_done();
+    FAIRPOOL_DEBUG_ASSERT(idle_order_.empty() || arrivals_order_.empty());  // invariant 6
+    FAIRPOOL_DEBUG_ASSERT(stats_.queued_waiters == arrivals_order_.size);
+    FAIRPOOL_DEBUG_ASSERT(stats_.queued_waiters <= config_.max_waiters);
+    FAIRPOOL_DEBUG_ASSERT(count(slot_state::idle) == idle_order_.size);
+    FAIRPOOL_DEBUG_ASSERT(!shutting_down_ || arrivals_order_.empty());
     return {event_error::ok, {effects_.data(), effects_.size()}};
 }
 
@@ -83,7 +107,9 @@ event_error scheduler::validate(const event& e) const noexcept {
     switch (e.kind) {
         case event_kind::acquire:
             if (e.weight && (*e.weight == 0 || *e.weight > max_weight)) return event_error::bad_weight;
-            if (waiter_ids_.find(e.waiter) != no_index) return event_error::duplicate_waiter;
+            // Callers take ids from a counter: an id above every id seen cannot be queued.
+            if (e.waiter <= highest_waiter_ && waiter_ids_.find(e.waiter) != no_index)
+                return event_error::duplicate_waiter;
             return event_error::ok;
         case event_kind::release:
             if (e.slot >= config_.max_slots) return event_error::bad_slot;
@@ -107,24 +133,51 @@ event_error scheduler::validate_slot(const event& e, slot_state needed, event_er
 // ---------------------------------------------------------------------------------
 // Step 2: time-driven work
 
+// Runs only once `now` reached due_, a lower bound of the earliest time any of this
+// work can be due (raised to the exact earliest after each run, lowered whenever a
+// deadline, a lease, an idle slot or a spawn makes something due sooner).
 void scheduler::expire() {
+    if (!reached(due_, now_)) return;
     expire_waiters();
     report_leaks();
     retire_aged_idle();
     retire_idle_timeouts();
+    due_ = earliest_time_driven_work();
 }
 
+nanos scheduler::earliest_time_driven_work() const noexcept {
+    nanos earliest = never;
+    if (!deadlines_.empty()) earliest = deadlines_.earliest().primary;
+    if (config_.leak_threshold > 0 && !unreported_leases_.empty())
+        earliest = std::min(earliest, saturating_add(slots_[unreported_leases_.head].granted_at, config_.leak_threshold));
+    if (config_.max_lifetime > 0 && !aged_idle_.empty())
+        earliest = std::min(earliest, saturating_add(aged_idle_.top().primary, config_.max_lifetime));
+    if (config_.idle_timeout > 0 && !idle_order_.empty() && live() > config_.min_slots)
+        earliest = std::min(earliest, idle_timeout_due());
+    return earliest;
+}
+
+nanos scheduler::idle_timeout_due() const noexcept {
+    return saturating_add(slots_[idle_order_.head].idle_since, config_.idle_timeout);
+}
+
+void scheduler::due_no_later_than(nanos t) noexcept { due_ = std::min(due_, t); }
+
 void scheduler::expire_waiters() {
+    // Bound: each pass removes one queued waiter (≤ max_waiters).
     while (!deadlines_.empty() && deadlines_.earliest().primary <= now_)
         reject_queued(deadlines_.earliest().item, reject_reason::timeout);
+    FAIRPOOL_DEBUG_ASSERT(deadlines_.empty() || deadlines_.earliest().primary > now_);
 }
 
 void scheduler::report_leaks() {
     if (config_.leak_threshold == 0) return;
     scratch_.clear();
+    // Bound: each pass removes one unreported lease (≤ max_slots).
     while (!unreported_leases_.empty()) {
         const std::uint32_t s = unreported_leases_.head;
         if (!reached(saturating_add(slots_[s].granted_at, config_.leak_threshold), now_)) break;
+        FAIRPOOL_ASSERT(slots_[s].state == slot_state::leased && slots_[s].leak_unreported);
         leak_links_.remove(unreported_leases_, s);
         slots_[s].leak_unreported = false;
         scratch_.push_back(s);
@@ -139,6 +192,7 @@ void scheduler::report_leaks() {
 void scheduler::retire_aged_idle() {
     if (config_.max_lifetime == 0) return;
     scratch_.clear();
+    // Bound: each pass takes one idle slot out of aged_idle_ (≤ max_slots).
     while (!aged_idle_.empty() && reached(saturating_add(aged_idle_.top().primary, config_.max_lifetime), now_))
         scratch_.push_back(aged_idle_.top().item), leave_idle(aged_idle_.top().item);
     retire_sorted_scratch(retire_reason::max_lifetime);
@@ -146,6 +200,7 @@ void scheduler::retire_aged_idle() {
 
 void scheduler::retire_idle_timeouts() {
     if (config_.idle_timeout == 0) return;
+    // Bound: each pass retires one idle slot (≤ max_slots).
     while (!idle_order_.empty() && live() > config_.min_slots) {
         const std::uint32_t oldest = idle_order_.head;
         if (!reached(saturating_add(slots_[oldest].idle_since, config_.idle_timeout), now_)) return;
@@ -175,6 +230,7 @@ void scheduler::apply(const event& e) {
 
 void scheduler::acquire(const event& e) {
     ++stats_.acquires;
+    highest_waiter_ = std::max(highest_waiter_, e.waiter);
     if (shutting_down_) {
         ++stats_.rejections[static_cast<int>(reject_reason::closed)];
         return emit(effect::reject(e.waiter, reject_reason::closed));
@@ -240,6 +296,7 @@ void scheduler::spawned(std::uint32_t s) {
 }
 
 void scheduler::spawn_failed(std::uint32_t s) {
+    FAIRPOOL_ASSERT(slots_[s].state == slot_state::spawning);
     ++stats_.spawn_failures;
     become_empty(s);
     ++spawn_failures_in_a_row_;
@@ -262,16 +319,19 @@ void scheduler::died(std::uint32_t s) {
 void scheduler::shutdown() {
     if (shutting_down_) return;
     shutting_down_ = true;
+    // Bounds: each pass removes one queued waiter (≤ max_waiters), one idle slot (≤ max_slots).
     while (!arrivals_order_.empty()) reject_queued(arrivals_order_.head, reject_reason::closed);
     scratch_.clear();
     while (!idle_order_.empty()) scratch_.push_back(idle_order_.head), leave_idle(idle_order_.head);
     retire_sorted_scratch(retire_reason::shutdown);
+    FAIRPOOL_ASSERT(arrivals_order_.empty() && idle_order_.empty() && stats_.active_handles == 0);
 }
 
 // ---------------------------------------------------------------------------------
 // Steps 4 to 6
 
 void scheduler::hand_out() {
+    // Bound: each pass grants one idle slot (≤ max_slots).
     while (!idle_order_.empty() && !arrivals_order_.empty()) grant_queued(next_waiter());
 }
 
@@ -281,14 +341,22 @@ std::uint32_t scheduler::next_waiter() const noexcept {
     return handles_[rotation_.head].waiters.head;
 }
 
+// Runs only when an input that can raise the spawn budget changed since the last run
+// (spawn_inputs_changed_); inside a backoff it stays pending until the backoff ends.
+// After a run the budget is ≤ 0, and it stays so until such an input changes.
 void scheduler::plan_spawns() {
-    if (shutting_down_ || !reached(backoff_end_, now_)) return;
+    if (!spawn_inputs_changed_ || shutting_down_ || !reached(backoff_end_, now_)) return;
+    // Bound: spawn_budget() ≤ empty slots ≤ max_slots.
     for (std::int64_t n = spawn_budget(); n > 0; --n) {
         const std::uint32_t s = empty_slots_.pop();
+        FAIRPOOL_ASSERT(slots_[s].state == slot_state::empty);
         set_state(s, slot_state::spawning);
         ++stats_.spawns;
         emit(effect::spawn(s));
+        // One more slot is live: the oldest idle slot may now be above min_slots.
+        if (config_.idle_timeout > 0 && !idle_order_.empty()) due_no_later_than(idle_timeout_due());
     }
+    spawn_inputs_changed_ = false;
 }
 
 std::int64_t scheduler::spawn_budget() const noexcept {
@@ -297,12 +365,16 @@ std::int64_t scheduler::spawn_budget() const noexcept {
     const auto wanted = std::max(waiting - spawning, static_cast<std::int64_t>(config_.min_slots) -
                                                          static_cast<std::int64_t>(live()));
     const auto concurrency = static_cast<std::int64_t>(std::min(*config_.max_concurrent_spawns, config_.max_slots));
-    return std::min({wanted, static_cast<std::int64_t>(count(slot_state::empty)), concurrency - spawning});
+    const std::int64_t budget =
+        std::min({wanted, static_cast<std::int64_t>(count(slot_state::empty)), concurrency - spawning});
+    FAIRPOOL_ASSERT(budget <= static_cast<std::int64_t>(config_.max_slots));
+    return budget;
 }
 
 void scheduler::close_if_done() {
     if (!shutting_down_ || closed_ || count(slot_state::empty) != config_.max_slots) return;
     FAIRPOOL_ASSERT(arrivals_order_.empty());
+    FAIRPOOL_ASSERT(stats_.queued_waiters == 0 && stats_.active_handles == 0);
     closed_ = true;
     emit(effect::closed());
 }
@@ -322,13 +394,17 @@ void scheduler::enqueue(const event& e, nanos deadline) {
         ++stats_.active_handles;
     }
     FAIRPOOL_ASSERT(!free_waiters_.empty());
+    FAIRPOOL_ASSERT(stats_.queued_waiters < config_.max_waiters);
+    FAIRPOOL_ASSERT(handles_[h].waiters.size < *config_.max_waiters_per_handle);
+    FAIRPOOL_DEBUG_ASSERT(waiter_ids_.find(e.waiter) == no_index);  // validate: not a duplicate
     const std::uint32_t w = free_waiters_.back();
     free_waiters_.pop_back();
-    waiters_[w] = {e.waiter, h, deadline, now_, arrivals_++};
+    waiters_[w] = {e.waiter, deadline, now_, arrivals_++, h};
     waiter_ids_.insert(e.waiter, w);
     arrival_links_.push_back(arrivals_order_, w);
     handle_links_.push_back(handles_[h].waiters, w);
-    if (deadline != never) deadlines_.push(deadline, waiters_[w].arrival, w);
+    spawn_inputs_changed_ = true;  // one more waiter may want a spawn
+    if (deadline != never) deadlines_.push(deadline, waiters_[w].arrival, w), due_no_later_than(deadline);
     ++stats_.queued_waiters;
 }
 
@@ -358,7 +434,9 @@ void scheduler::reject_queued(std::uint32_t w, reject_reason why) {
 }
 
 void scheduler::remove_waiter(std::uint32_t w) noexcept {
+    FAIRPOOL_ASSERT(w < config_.max_waiters && stats_.queued_waiters > 0);
     const waiter_record& waiter = waiters_[w];
+    FAIRPOOL_DEBUG_ASSERT(waiter_ids_.find(waiter.id) == w);
     handle_record& handle = handles_[waiter.handle];
     arrival_links_.remove(arrivals_order_, w);
     handle_links_.remove(handle.waiters, w);
@@ -377,14 +455,13 @@ void scheduler::remove_waiter(std::uint32_t w) noexcept {
 // ---------------------------------------------------------------------------------
 // Slots
 
-std::uint64_t scheduler::count(slot_state s) const noexcept { return stats_.slots[static_cast<int>(s)]; }
-
-std::uint64_t scheduler::live() const noexcept {
-    return count(slot_state::idle) + count(slot_state::leased) + count(slot_state::spawning);
-}
-
 void scheduler::set_state(std::uint32_t s, slot_state next) noexcept {
-    FAIRPOOL_ASSERT(slots_[s].state != next);
+    FAIRPOOL_ASSERT(s < config_.max_slots);
+    FAIRPOOL_ASSERT(legal_transition(slots_[s].state, next));
+    FAIRPOOL_ASSERT(count(slots_[s].state) > 0);
+    // Fewer spawning, fewer live or more empty slots can raise the spawn budget.
+    if (slots_[s].state == slot_state::spawning || next == slot_state::empty || next == slot_state::retiring)
+        spawn_inputs_changed_ = true;
     --stats_.slots[static_cast<int>(slots_[s].state)];
     ++stats_.slots[static_cast<int>(next)];
     slots_[s].state = next;
@@ -393,18 +470,24 @@ void scheduler::set_state(std::uint32_t s, slot_state next) noexcept {
 std::uint32_t scheduler::take_idle_slot() noexcept {
     FAIRPOOL_ASSERT(!idle_order_.empty());
     const std::uint32_t s = config_.idle_order == idle_order::lifo ? idle_order_.tail : idle_order_.head;
+    FAIRPOOL_ASSERT(s < config_.max_slots);
     leave_idle(s);
     return s;
 }
 
 void scheduler::grant(std::uint64_t waiter_id, std::uint32_t s, nanos arrived_at) {
+    FAIRPOOL_DEBUG_ASSERT(waiter_ids_.find(waiter_id) == no_index);  // no longer queued
+    FAIRPOOL_ASSERT(now_ >= arrived_at);
     slot_record& slot = slots_[s];
     set_state(s, slot_state::leased);
     slot.lease = ++last_lease_;
     slot.granted_at = now_;
     ++slot.uses;
     slot.leak_unreported = config_.leak_threshold > 0;
-    if (slot.leak_unreported) leak_links_.push_back(unreported_leases_, s);
+    if (slot.leak_unreported) {
+        leak_links_.push_back(unreported_leases_, s);
+        due_no_later_than(saturating_add(now_, config_.leak_threshold));
+    }
     ++stats_.wait_histogram[wait_bucket(now_ - arrived_at)];
     emit(effect::grant(waiter_id, s, slot.lease));
 }
@@ -413,7 +496,11 @@ void scheduler::become_idle(std::uint32_t s) noexcept {
     set_state(s, slot_state::idle);
     slots_[s].idle_since = now_;
     idle_links_.push_back(idle_order_, s);
-    if (config_.max_lifetime > 0) aged_idle_.push(slots_[s].birth, s, s);
+    if (config_.max_lifetime > 0) {
+        aged_idle_.push(slots_[s].birth, s, s);
+        due_no_later_than(saturating_add(slots_[s].birth, config_.max_lifetime));
+    }
+    if (config_.idle_timeout > 0) due_no_later_than(idle_timeout_due());
 }
 
 // Takes an idle slot out of the idle order; its state is changed by the caller.
@@ -455,16 +542,10 @@ void scheduler::emit(const effect& f) noexcept {
 
 std::optional<nanos> scheduler::next_deadline() const noexcept {
     if (!started_) return std::nullopt;
-    nanos earliest = never;
-    if (!deadlines_.empty()) earliest = deadlines_.earliest().primary;
-    if (config_.leak_threshold > 0 && !unreported_leases_.empty())
-        earliest = std::min(earliest, saturating_add(slots_[unreported_leases_.head].granted_at, config_.leak_threshold));
-    if (config_.max_lifetime > 0 && !aged_idle_.empty())
-        earliest = std::min(earliest, saturating_add(aged_idle_.top().primary, config_.max_lifetime));
-    if (config_.idle_timeout > 0 && !idle_order_.empty() && live() > config_.min_slots)
-        earliest = std::min(earliest, saturating_add(slots_[idle_order_.head].idle_since, config_.idle_timeout));
+    nanos earliest = earliest_time_driven_work();
     if (!shutting_down_ && backoff_end_ > now_ && spawn_budget() >= 1) earliest = std::min(earliest, backoff_end_);
     if (earliest == never) return std::nullopt;
+    FAIRPOOL_ASSERT(earliest > now_);  // a time that would do no work now is never returned
     return earliest;
 }
 

@@ -16,6 +16,8 @@
 #include <algorithm>
 #include <concepts>
 
+#include "fairpool/trace/format.hpp"
+
 namespace fairpool::model {
 
 using core::effect;
@@ -29,6 +31,8 @@ using core::reject_reason;
 using core::retire_reason;
 using core::slot_state;
 using core::to_string;
+using trace::format;       // effects as trace records, for messages
+using trace::format_line;  // events as trace lines, for messages
 
 namespace {
 
@@ -83,29 +87,6 @@ bool expired(nanos deadline, nanos now) { return reached(deadline, now); }
 bool due_after(nanos from, nanos delay, nanos now) { return reached(saturating_add(from, delay), now); }
 
 std::string time_text(nanos t) { return t == never ? std::string("never") : std::to_string(t); }
-
-// Effects and events as trace lines (section 7), for messages.
-std::string describe_event(const event& e) {
-    std::string s = cat("@", e.now, " ", to_string(e.kind));
-    switch (e.kind) {
-    case event_kind::acquire:
-        s += cat(" waiter=", e.waiter, " handle=", e.handle);
-        if (e.deadline) s += cat(" deadline=", *e.deadline);
-        if (e.weight) s += cat(" weight=", *e.weight);
-        break;
-    case event_kind::cancel: s += cat(" waiter=", e.waiter); break;
-    case event_kind::deregister: s += cat(" handle=", e.handle); break;
-    case event_kind::release:
-        s += cat(" slot=", e.slot, " lease=", e.lease, " outcome=", to_string(e.outcome));
-        break;
-    case event_kind::spawned:
-    case event_kind::spawn_failed:
-    case event_kind::retired:
-    case event_kind::died: s += cat(" slot=", e.slot); break;
-    default: break;
-    }
-    return s;
-}
 
 // Names the first field where two stats differ; gauges too if asked.
 std::optional<std::string> stats_difference(const core::stats& want, const core::stats& got, bool gauges) {
@@ -162,7 +143,7 @@ std::optional<std::string> invariant_checker::check_step(const event& e, event_e
     // Section 3: validation comes first, from the state before the step.
     const event_error expected = expected_error(e);
     if (error != expected)
-        breach(cat("section 3: ", describe_event(e), " returned ", to_string(error), ", expected ",
+        breach(cat("section 3: ", format_line(e), " returned ", to_string(error), ", expected ",
                    to_string(expected)));
     if (error != event_error::ok) {
         check_bad_event(error, effects, after);
@@ -188,7 +169,7 @@ std::optional<std::string> invariant_checker::check_step(const event& e, event_e
     for (const effect& f : effects) {
         const int stage = phase_of(f);
         if (stage < step_.phase)
-            breach(cat("section 5: ", describe(f), " belongs to ", stage_name(stage), " but came after effects of ",
+            breach(cat("section 5: ", format(f), " belongs to ", stage_name(stage), " but came after effects of ",
                        stage_name(step_.phase), " (the effects of a step come in the order of section 5)"));
         advance_to(stage);
         switch (f.kind) {
@@ -263,16 +244,16 @@ void invariant_checker::check_bad_event(event_error error, std::span<const effec
                                         const core::stats& after) {
     const event& e = *step_.e;
     if (!effects.empty())
-        breach(cat("invariant 11: ", describe_event(e), " returned ", to_string(error), " but emitted ",
-                   effects.size(), " effect(s), the first ", describe(effects[0])));
+        breach(cat("invariant 11: ", format_line(e), " returned ", to_string(error), " but emitted ",
+                   effects.size(), " effect(s), the first ", format(effects[0])));
     if (have_prev_) {
         if (auto d = stats_difference(prev_, after, true))
-            breach(cat("invariant 11: ", describe_event(e), " returned ", to_string(error),
+            breach(cat("invariant 11: ", format_line(e), " returned ", to_string(error),
                        " but changed the stats: ", *d));
     } else {
         // Before any step the counters are zero; the gauges are taken as they are.
         if (auto d = stats_difference(core::stats{}, after, false))
-            breach(cat("invariant 11: ", describe_event(e), " returned ", to_string(error),
+            breach(cat("invariant 11: ", format_line(e), " returned ", to_string(error),
                        " but changed the stats: ", *d));
         prev_ = after;
         have_prev_ = true;
@@ -463,7 +444,7 @@ void invariant_checker::end_event() {
         const std::uint32_t i = *step_.retire_slot;
         const bool dirty = step_.retire_reason == retire_reason::dirty;
         breach(cat(dirty ? "invariant 7: " : "section 5: ", "slot ", i, " ", step_.retire_why,
-                   " was not retired (expected retire slot=", i, " reason=", to_string(step_.retire_reason), ")"));
+                   " was not retired (expected ", format(effect::retire(i, step_.retire_reason)), ")"));
         // Follow the scheduler: the slot presumably stayed idle. A dirty or dead resource
         // must still never be granted (invariant 7), so it is not fresh.
         make_idle(i);
@@ -476,7 +457,7 @@ void invariant_checker::end_event() {
 
 void invariant_checker::on_grant(const effect& f) {
     if (f.slot >= slots_.size()) {
-        breach(cat("section 4: ", describe(f), " names slot ", f.slot, " but max_slots is ", config_.max_slots));
+        breach(cat("section 4: ", format(f), " names slot ", f.slot, " but max_slots is ", config_.max_slots));
         return;
     }
     const bool own = step_.own_open && f.waiter == step_.own.id;
@@ -484,25 +465,25 @@ void invariant_checker::on_grant(const effect& f) {
     if (const waiter_info* p = find_live(f.waiter)) w = *p;
     check_waiter_live(f);  // invariants 1 and 8
     // Invariant 9: after shutdown nobody is granted (the queue was rejected, later acquires are closed).
-    if (shutting_down_) breach(cat("invariant 9: ", describe(f), " after shutdown"));
+    if (shutting_down_) breach(cat("invariant 9: ", format(f), " after shutdown"));
     check_slot_grantable(f);  // invariants 2 and 7, idle order
     // Invariant 2: lease ids are 1, 2, 3, ... in grant order.
     if (f.lease != last_lease_ + 1)
-        breach(cat("invariant 2: ", describe(f), ": lease ids increase 1, 2, 3, ... in grant order, expected lease ",
+        breach(cat("invariant 2: ", format(f), ": lease ids increase 1, 2, 3, ... in grant order, expected lease ",
                    last_lease_ + 1));
 
     if (w) {
         if (own) {
             // Invariant 6, no barging: granted at once only if nobody was queued before it.
             if (!queued_.empty())
-                breach(cat("invariant 6: ", describe(f), " granted a new acquire at once although ", queued_.size(),
+                breach(cat("invariant 6: ", format(f), " granted a new acquire at once although ", queued_.size(),
                            " waiter(s) were queued before it (barging), the oldest ", by_arrival_.begin()->second));
             step_.own_open = false;
             ++expected_counters_.grants_immediate;
         } else {
             // Section 5 step 2 comes first: a waiter past its deadline has been rejected.
             if (expired(w->deadline, now_))
-                breach(cat("section 5: ", describe(f), " at now ", now_, ": the waiter's deadline ",
+                breach(cat("section 5: ", format(f), " at now ", now_, ": the waiter's deadline ",
                            time_text(w->deadline), " has passed, it must have been rejected timeout"));
             check_fifo(*w);
             if (config_.policy == core::fairness_policy::round_robin) check_round_robin(*w);
@@ -540,14 +521,14 @@ void invariant_checker::on_reject(const effect& f) {
         case acquire_outcome::queue: expected = "to be queued"; break;
         }
         breach(cat(step_.expected == acquire_outcome::closed ? "invariant 9: " : "section 5 (acquire order of checks): ",
-                   describe(f), " for ", describe_event(e), ": expected ", expected, " (", queued_.size(),
+                   format(f), " for ", format_line(e), ": expected ", expected, " (", queued_.size(),
                    " queued, effective deadline ", time_text(w.deadline), ")"));
     };
 
     switch (f.rejected) {
     case reject_reason::saturated:
         if (!own)
-            breach(cat("invariant 3: ", describe(f), ": only a new acquire can be rejected saturated"));
+            breach(cat("invariant 3: ", format(f), ": only a new acquire can be rejected saturated"));
         else
             check_own(acquire_outcome::saturated);
         break;
@@ -555,26 +536,26 @@ void invariant_checker::on_reject(const effect& f) {
         if (own) {
             check_own(acquire_outcome::timeout);
         } else if (!expired(w.deadline, now_)) {
-            breach(cat("section 5 step 2: ", describe(f), " at now ", now_, " but its effective deadline is ",
+            breach(cat("section 5 step 2: ", format(f), " at now ", now_, " but its effective deadline is ",
                        time_text(w.deadline)));
         } else if (const auto& first = *by_deadline_.begin(); std::get<2>(first) != w.id) {
-            breach(cat("section 5 step 2: timeouts go by deadline, then arrival: ", describe(f), " (deadline ",
+            breach(cat("section 5 step 2: timeouts go by deadline, then arrival: ", format(f), " (deadline ",
                        time_text(w.deadline), ") came before waiter ", std::get<2>(first), " (deadline ",
                        time_text(std::get<0>(first)), ")"));
         }
         break;
     case reject_reason::cancelled:
         if (own || e.kind != event_kind::cancel || e.waiter != w.id)
-            breach(cat("invariant 8: ", describe(f), " without a cancel of that waiter (event ", describe_event(e), ")"));
+            breach(cat("invariant 8: ", format(f), " without a cancel of that waiter (event ", format_line(e), ")"));
         else
             step_.cancel_done = true;
         break;
     case reject_reason::deregistered:
         if (own || e.kind != event_kind::deregister || e.handle != w.handle) {
-            breach(cat("section 3: ", describe(f), " (handle ", w.handle, ") without a deregister of its handle (event ",
-                       describe_event(e), ")"));
+            breach(cat("section 3: ", format(f), " (handle ", w.handle, ") without a deregister of its handle (event ",
+                       format_line(e), ")"));
         } else if (const std::uint64_t oldest = handles_.at(w.handle).waiters.begin()->second; oldest != w.id) {
-            breach(cat("section 3: deregister rejects a handle's waiters in FIFO order: ", describe(f),
+            breach(cat("section 3: deregister rejects a handle's waiters in FIFO order: ", format(f),
                        " came before older waiter ", oldest));
         }
         break;
@@ -582,10 +563,10 @@ void invariant_checker::on_reject(const effect& f) {
         if (own) {
             check_own(acquire_outcome::closed);
         } else if (!step_.shutdown_began) {
-            breach(cat("invariant 9: ", describe(f), ": a queued waiter is rejected closed only by the shutdown event (event ",
-                       describe_event(e), ")"));
+            breach(cat("invariant 9: ", format(f), ": a queued waiter is rejected closed only by the shutdown event (event ",
+                       format_line(e), ")"));
         } else if (const std::uint64_t oldest = by_arrival_.begin()->second; oldest != w.id) {
-            breach(cat("section 5: shutdown rejects queued waiters in arrival order: ", describe(f),
+            breach(cat("section 5: shutdown rejects queued waiters in arrival order: ", format(f),
                        " came before older waiter ", oldest));
         }
         break;
@@ -601,28 +582,28 @@ void invariant_checker::on_reject(const effect& f) {
 void invariant_checker::on_spawn(const effect& f) {
     ++expected_counters_.spawns;
     if (f.slot >= slots_.size()) {
-        breach(cat("section 4: ", describe(f), " names slot ", f.slot, " but max_slots is ", config_.max_slots));
+        breach(cat("section 4: ", format(f), " names slot ", f.slot, " but max_slots is ", config_.max_slots));
         return;
     }
     slot_info& s = slots_[f.slot];
     // Section 5 step 5: spawns go to the lowest-numbered empty slots, never while
     // shutting down or inside a backoff, and as many as the formula says.
     if (s.state != slot_state::empty) {
-        breach(cat("section 5 step 5: ", describe(f), ": the slot is ", to_string(s.state), ", not empty"));
+        breach(cat("section 5 step 5: ", format(f), ": the slot is ", to_string(s.state), ", not empty"));
     } else if (shutting_down_) {
-        breach(cat("section 5 step 5: ", describe(f), " while shutting down"));
+        breach(cat("section 5 step 5: ", format(f), " while shutting down"));
     } else if (!reached(backoff_end_, now_)) {
-        breach(cat("section 5 step 5: ", describe(f), " at now ", now_, " inside the spawn backoff (it ends at ",
+        breach(cat("section 5 step 5: ", format(f), " at now ", now_, " inside the spawn backoff (it ends at ",
                    time_text(backoff_end_), ")"));
     } else {
         for (std::uint32_t i = 0; i < f.slot; ++i)
             if (slots_[i].state == slot_state::empty) {
-                breach(cat("section 5 step 5: ", describe(f), " although lower slot ", i, " is empty"));
+                breach(cat("section 5 step 5: ", format(f), " although lower slot ", i, " is empty"));
                 break;
             }
     }
     if (++step_.spawns_seen > step_.spawns_expected)
-        breach(cat("section 5 step 5: ", describe(f), " is one spawn too many: spawn planning (", step_.spawn_plan,
+        breach(cat("section 5 step 5: ", format(f), " is one spawn too many: spawn planning (", step_.spawn_plan,
                    ") starts ", step_.spawns_expected));
     s.state = slot_state::spawning;
 }
@@ -630,7 +611,7 @@ void invariant_checker::on_spawn(const effect& f) {
 void invariant_checker::on_retire(const effect& f) {
     ++expected_counters_.retirements[static_cast<std::size_t>(f.retired)];
     if (f.slot >= slots_.size()) {
-        breach(cat("section 4: ", describe(f), " names slot ", f.slot, " but max_slots is ", config_.max_slots));
+        breach(cat("section 4: ", format(f), " names slot ", f.slot, " but max_slots is ", config_.max_slots));
         return;
     }
     const std::uint32_t slot = f.slot;
@@ -645,29 +626,29 @@ void invariant_checker::on_retire(const effect& f) {
             if (slots_[i].state == slot_state::idle && (!oldest || slots_[i].idle_seq < slots_[*oldest].idle_seq))
                 oldest = i;
         if (s.state != slot_state::idle)
-            breach(cat("section 5 step 2: ", describe(f), ": the slot is ", to_string(s.state), ", not idle"));
+            breach(cat("section 5 step 2: ", format(f), ": the slot is ", to_string(s.state), ", not idle"));
         else if (config_.idle_timeout == 0)
-            breach(cat("section 5 step 2: ", describe(f), " but idle_timeout is 0 (disabled)"));
+            breach(cat("section 5 step 2: ", format(f), " but idle_timeout is 0 (disabled)"));
         else if (!due_after(s.idle_since, config_.idle_timeout, now_))
-            breach(cat("section 5 step 2: ", describe(f), " at now ", now_, ": idle since ", s.idle_since,
+            breach(cat("section 5 step 2: ", format(f), " at now ", now_, ": idle since ", s.idle_since,
                        ", less than idle_timeout ", config_.idle_timeout));
         else if (*oldest != slot)
-            breach(cat("section 5 step 2: ", describe(f), ": idle slots retire oldest idle first, slot ", *oldest,
+            breach(cat("section 5 step 2: ", format(f), ": idle slots retire oldest idle first, slot ", *oldest,
                        " is idle longer"));
         else if (live_slots() <= config_.min_slots)
-            breach(cat("section 5 step 2: ", describe(f), " with only ", live_slots(), " slot(s) live (min_slots ",
+            breach(cat("section 5 step 2: ", format(f), " with only ", live_slots(), " slot(s) live (min_slots ",
                        config_.min_slots, ")"));
     } else if (f.retired == retire_reason::max_lifetime && s.state == slot_state::idle) {
         // Step 2: idle slots past max_lifetime retire, by slot index.
         if (config_.max_lifetime == 0) {
-            breach(cat("section 5 step 2: ", describe(f), " but max_lifetime is 0 (disabled)"));
+            breach(cat("section 5 step 2: ", format(f), " but max_lifetime is 0 (disabled)"));
         } else if (!due_after(s.birth, config_.max_lifetime, now_)) {
-            breach(cat("section 5 step 2: ", describe(f), " at now ", now_, ": born at ", s.birth,
+            breach(cat("section 5 step 2: ", format(f), " at now ", now_, ": born at ", s.birth,
                        ", younger than max_lifetime ", config_.max_lifetime));
         } else {
             for (std::uint32_t i = 0; i < slot; ++i)
                 if (slots_[i].state == slot_state::idle && due_after(slots_[i].birth, config_.max_lifetime, now_)) {
-                    breach(cat("section 5 step 2: ", describe(f), " came before lower slot ", i,
+                    breach(cat("section 5 step 2: ", format(f), " came before lower slot ", i,
                                " (max_lifetime retirements go by slot index)"));
                     break;
                 }
@@ -677,19 +658,19 @@ void invariant_checker::on_retire(const effect& f) {
         step_.retire_done = true;
         if (f.retired != step_.retire_reason)
             breach(cat(step_.retire_reason == retire_reason::dirty ? "invariant 7: " : "section 5: ", "slot ", slot, " ",
-                       step_.retire_why, " must retire ", to_string(step_.retire_reason), ", got ", describe(f)));
+                       step_.retire_why, " must retire ", to_string(step_.retire_reason), ", got ", format(f)));
     } else if (step_.shutdown_began && f.retired == retire_reason::shutdown && s.state == slot_state::idle) {
         // Step 3 of shutdown: idle slots retire, by slot index.
         for (std::uint32_t i = 0; i < slot; ++i)
             if (slots_[i].state == slot_state::idle) {
-                breach(cat("section 5: ", describe(f), " came before lower idle slot ", i,
+                breach(cat("section 5: ", format(f), " came before lower idle slot ", i,
                            " (shutdown retires idle slots by slot index)"));
                 break;
             }
     } else {
-        breach(cat("section 5: ", describe(f), " is owed by nothing: the slot is ", to_string(s.state),
+        breach(cat("section 5: ", format(f), " is owed by nothing: the slot is ", to_string(s.state),
                    s.state == slot_state::leased && s.lease ? cat(" (lease ", s.lease, ")") : std::string(),
-                   " and the event is ", describe_event(e)));
+                   " and the event is ", format_line(e)));
     }
     s.state = slot_state::retiring;
     s.fresh = false;  // invariant 7: no grant before a new spawn ... spawned
@@ -699,27 +680,27 @@ void invariant_checker::on_retire(const effect& f) {
 void invariant_checker::on_leak(const effect& f) {
     ++expected_counters_.leaks_suspected;
     if (f.slot >= slots_.size()) {
-        breach(cat("section 4: ", describe(f), " names slot ", f.slot, " but max_slots is ", config_.max_slots));
+        breach(cat("section 4: ", format(f), " names slot ", f.slot, " but max_slots is ", config_.max_slots));
         return;
     }
     slot_info& s = slots_[f.slot];
     // Step 2: leases held >= leak_threshold are reported once each, by slot index.
     if (s.state != slot_state::leased || s.lease == 0 || s.lease != f.lease) {
-        breach(cat("section 4: ", describe(f), " names no live lease: slot ", f.slot, " is ", to_string(s.state),
+        breach(cat("section 4: ", format(f), " names no live lease: slot ", f.slot, " is ", to_string(s.state),
                    s.state == slot_state::leased && s.lease ? cat(" under lease ", s.lease) : std::string()));
     } else if (config_.leak_threshold == 0) {
-        breach(cat("section 5 step 2: ", describe(f), " but leak_threshold is 0 (disabled)"));
+        breach(cat("section 5 step 2: ", format(f), " but leak_threshold is 0 (disabled)"));
     } else if (!due_after(s.granted_at, config_.leak_threshold, now_)) {
-        breach(cat("section 5 step 2: ", describe(f), " at now ", now_, ": granted at ", s.granted_at,
+        breach(cat("section 5 step 2: ", format(f), " at now ", now_, ": granted at ", s.granted_at,
                    ", held less than leak_threshold ", config_.leak_threshold));
     } else if (s.leak_reported) {
-        breach(cat("section 5 step 2: ", describe(f), ": a lease is reported once"));
+        breach(cat("section 5 step 2: ", format(f), ": a lease is reported once"));
     } else {
         for (std::uint32_t i = 0; i < f.slot; ++i) {
             const slot_info& o = slots_[i];
             if (o.state == slot_state::leased && o.lease != 0 && !o.leak_reported &&
                 due_after(o.granted_at, config_.leak_threshold, now_)) {
-                breach(cat("section 5 step 2: ", describe(f), " came before lease ", o.lease, " of lower slot ", i,
+                breach(cat("section 5 step 2: ", format(f), " came before lease ", o.lease, " of lower slot ", i,
                            " (leaks are reported by slot index)"));
                 break;
             }
@@ -784,11 +765,11 @@ bool invariant_checker::check_waiter_live(const effect& f) {
     if (find_live(f.waiter)) return true;
     const auto c = completed_.find(f.waiter);
     if (c == completed_.end()) {
-        breach(cat("invariant 1: ", describe(f), " names waiter ", f.waiter, ", which is not live (never admitted)"));
+        breach(cat("invariant 1: ", format(f), " names waiter ", f.waiter, ", which is not live (never admitted)"));
     } else {
         const terminal& t = c->second;
         const std::string was = t.granted ? std::string("granted") : cat("rejected ", to_string(t.reason));
-        breach(cat(f.kind == effect_kind::grant && !t.granted ? "invariant 8: " : "invariant 1: ", describe(f),
+        breach(cat(f.kind == effect_kind::grant && !t.granted ? "invariant 8: " : "invariant 1: ", format(f),
                    ": waiter ", f.waiter, " was already ", was, " (step ", t.step,
                    "); an acquire gets exactly one terminal effect"));
     }
@@ -800,13 +781,13 @@ bool invariant_checker::check_waiter_live(const effect& f) {
 void invariant_checker::check_slot_grantable(const effect& f) {
     const slot_info& s = slots_[f.slot];
     if (s.state == slot_state::leased && s.lease != 0) {
-        breach(cat("invariant 2: ", describe(f), ": slot ", f.slot, " already has live lease ", s.lease, " (waiter ",
+        breach(cat("invariant 2: ", format(f), ": slot ", f.slot, " already has live lease ", s.lease, " (waiter ",
                    s.lease_waiter, ")"));
     } else if (!s.fresh) {
-        breach(cat("invariant 7: ", describe(f), ": slot ", f.slot, " (", to_string(s.state),
+        breach(cat("invariant 7: ", format(f), ": slot ", f.slot, " (", to_string(s.state),
                    ") has not been through spawn ... spawned since it was last retired or released dirty"));
     } else if (s.state != slot_state::idle) {
-        breach(cat("invariant 2: ", describe(f), ": slot ", f.slot, " is ", to_string(s.state), ", not idle"));
+        breach(cat("invariant 2: ", format(f), ": slot ", f.slot, " is ", to_string(s.state), ", not idle"));
     } else {
         check_idle_order(f.slot);
     }
@@ -1073,18 +1054,6 @@ const invariant_checker::waiter_info* invariant_checker::find_live(std::uint64_t
     if (step_.own_open && step_.phase >= stage_event && waiter == step_.own.id) return &step_.own;
     const auto it = queued_.find(waiter);
     return it == queued_.end() ? nullptr : &it->second;
-}
-
-std::string invariant_checker::describe(const effect& f) const {
-    switch (f.kind) {
-    case effect_kind::grant: return cat("grant waiter=", f.waiter, " slot=", f.slot, " lease=", f.lease);
-    case effect_kind::reject: return cat("reject waiter=", f.waiter, " reason=", to_string(f.rejected));
-    case effect_kind::spawn: return cat("spawn slot=", f.slot);
-    case effect_kind::retire: return cat("retire slot=", f.slot, " reason=", to_string(f.retired));
-    case effect_kind::leak_suspected: return cat("leak_suspected slot=", f.slot, " lease=", f.lease);
-    case effect_kind::closed: return "closed";
-    }
-    return "?";
 }
 
 }  // namespace fairpool::model

@@ -1,15 +1,22 @@
 #pragma once
-// A pool of numbered test resources on a real io_context. Every resource gets a unique
-// identity; the fixture records which were created, closed and destroyed, so tests can
-// prove that a dirty resource is never handed out again.
+// A pool of numbered test resources on a real io_context and a manual clock. Every
+// resource gets a unique identity; the fixture records which were created, closed and
+// destroyed, so tests can prove that a dirty resource is never handed out again.
+//
+// Time is the test's: the pool reads manual_clock, which only advance() moves, so a
+// deadline, a backoff, a retire grace or a close deadline expires exactly when the
+// test says, never because the machine was slow.
 #include <gtest/gtest.h>
 
+#include <boost/asio/basic_waitable_timer.hpp>
 #include <boost/asio/io_context.hpp>
+#include <cstddef>
 #include <memory>
 #include <set>
 #include <vector>
 
 #include "fairpool/asio/pool.hpp"
+#include "manual_clock.hpp"
 
 namespace fairpool::testing {
 
@@ -36,8 +43,10 @@ private:
     std::shared_ptr<resource_log> log_;
 };
 
-using test_pool = pool<resource>;
-using test_lease = lease<resource>;
+using test_pool = pool<resource, manual_clock, manual_wait_traits>;
+using test_lease = test_pool::lease_type;
+using manual_timer = boost::asio::basic_waitable_timer<manual_clock, manual_wait_traits>;
+using namespace std::chrono_literals;
 
 // The outcome of one acquire, as delivered to its handler.
 struct outcome {
@@ -92,19 +101,44 @@ protected:
     }
 
     // Runs every handler that is ready, and those they make ready, without waiting:
-    // queued acquires keep work outstanding, so io.run() would not return.
-    void settle() {
+    // queued acquires keep work outstanding, so io.run() would not return. Returns how
+    // many ran.
+    std::size_t settle() {
+        std::size_t ran = 0;
         for (;;) {
             io.restart();
-            if (io.poll() == 0) return;
+            const std::size_t n = io.poll();
+            if (n == 0) return ran;
+            ran += n;
         }
     }
 
-    // Runs the io_context for a while (timers: deadlines, backoff, retire grace).
-    void run_for(std::chrono::milliseconds d) {
-        io.restart();
-        io.run_for(d);
-        settle();
+    // Moves the manual clock forward, then runs everything that is due by then.
+    void advance(manual_clock::duration d) {
+        manual_clock::advance(d);
+        run_due();
+    }
+
+    // Runs until every timer the manual clock has reached has fired and nothing is left
+    // ready to run. A probe timer due now is the barrier: the reactor collects every
+    // expired timer of the manual clock in one pass, so once the probe has fired, so
+    // has every pool timer that was due, and settle() runs what they made ready. That
+    // may arm a timer that is due already (a close deadline in the past, say), so the
+    // rounds go on until one runs nothing but the probe.
+    void run_due() {
+        for (int round = 0; round < 1000; ++round) {
+            bool fired = false;
+            manual_timer probe(io, manual_clock::now());
+            probe.async_wait([&fired](boost::system::error_code) { fired = true; });
+            std::size_t ran = 0;
+            while (!fired) {
+                io.restart();
+                ran += io.run_one();  // the probe is outstanding work: returns once a handler ran
+            }
+            ran += settle();
+            if (ran == 1) return;
+        }
+        ADD_FAILURE() << "timers kept firing at the same manual time for 1000 rounds";
     }
 
     boost::asio::io_context io;

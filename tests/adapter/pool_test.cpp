@@ -1,6 +1,9 @@
 // The Boost.Asio adapter on a real io_context (one thread unless a test says
-// otherwise): grants, ordering, fairness, cancellation, deregistration, bounds,
-// close and shutdown, lifetime, dirty resources, factory failures.
+// otherwise) and the test's manual clock: grants, ordering, fairness, cancellation,
+// deregistration, bounds, timeouts, close and close deadlines, shutdown, lifetime,
+// dirty resources, factory failures and their backoff, retire grace, leak reports; and
+// the default steady_clock pool. No test sleeps or reads the time: every deadline
+// expires when the test advances the manual clock past it.
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -9,6 +12,7 @@
 #include <boost/asio/use_future.hpp>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/deferred.hpp>
+#include <type_traits>
 
 #include "fixture.hpp"
 
@@ -139,9 +143,14 @@ TEST_F(adapter, handle_deregistration_rejects_its_queued_waiters) {
     settle();
     EXPECT_EQ(w1.ec, make_error_code(error::deregistered));
     EXPECT_EQ(w2.ec, make_error_code(error::deregistered));
+    EXPECT_EQ(w1.completions, 1);
+    EXPECT_EQ(w2.completions, 1);
+    EXPECT_EQ(pool->stats().rejections[static_cast<int>(core::reject_reason::deregistered)], 2u);
     EXPECT_FALSE(other.done);
     holder.lease.release();
     settle();
+    ASSERT_TRUE(other.done);
+    EXPECT_FALSE(other.ec);
     EXPECT_TRUE(other.lease);
 }
 
@@ -156,9 +165,11 @@ TEST_F(adapter, bounded_waiters_are_rejected_saturated) {
     pool->async_acquire(record(b));
     pool->async_acquire(record(c));
     settle();
+    EXPECT_TRUE(holder.lease);
     EXPECT_FALSE(a.done);
     EXPECT_FALSE(b.done);
     EXPECT_EQ(c.ec, make_error_code(error::saturated));
+    EXPECT_EQ(pool->stats().queued_waiters, 2u);
 }
 
 TEST_F(adapter, a_full_mailbox_completes_busy_at_once) {
@@ -170,11 +181,15 @@ TEST_F(adapter, a_full_mailbox_completes_busy_at_once) {
     std::vector<outcome> outcomes(5);
     for (auto& out : outcomes) pool->async_acquire(record(out));  // not drained yet
     settle();
-    int busy = 0;
-    for (const auto& out : outcomes) busy += out.ec == make_error_code(error::busy);
-    EXPECT_EQ(busy, 2);
-    EXPECT_FALSE(outcomes[0].ec);  // the first three reached the scheduler
+    // The first three reached the scheduler: granted, queued, saturated; the rest busy.
+    ASSERT_TRUE(outcomes[0].done);
+    EXPECT_FALSE(outcomes[0].ec);
+    EXPECT_TRUE(outcomes[0].lease);
+    EXPECT_FALSE(outcomes[1].done);
     EXPECT_EQ(outcomes[2].ec, make_error_code(error::saturated));
+    EXPECT_EQ(outcomes[3].ec, make_error_code(error::busy));
+    EXPECT_EQ(outcomes[4].ec, make_error_code(error::busy));
+    EXPECT_EQ(pool->stats().acquires, 3u);
     EXPECT_EQ(make_error_code(error::busy), boost::system::errc::resource_unavailable_try_again);
 }
 
@@ -200,8 +215,9 @@ TEST_F(adapter, explicit_close_with_blocked_waiters) {
     holder.lease.release();
     settle();
     EXPECT_TRUE(closed);
+    EXPECT_EQ(log_->created, 1);
     EXPECT_EQ(log_->closed, 1);
-    EXPECT_EQ(log_->destroyed, log_->created);
+    EXPECT_EQ(log_->destroyed, 1);
 }
 
 TEST_F(adapter, close_with_a_deadline_while_a_lease_is_out_times_out_then_closes) {
@@ -210,16 +226,26 @@ TEST_F(adapter, close_with_a_deadline_while_a_lease_is_out_times_out_then_closes
     outcome holder;
     pool->async_acquire(record(holder));
     settle();
+    int completions = 0;
     error_code first;
     close_report report;
-    pool->async_close(std::chrono::steady_clock::now() + std::chrono::milliseconds(20), [&](error_code ec, close_report r) {
+    pool->async_close(manual_clock::now() + 20ms, [&](error_code ec, close_report r) {
+        ++completions;
         first = ec;
         report = r;
     });
-    run_for(std::chrono::milliseconds(60));
+    advance(20ms - 1ns);
+    EXPECT_EQ(completions, 0) << "the close deadline fired early";
+    advance(1ns);
+    ASSERT_EQ(completions, 1);
     EXPECT_EQ(first, make_error_code(error::timed_out));
     EXPECT_FALSE(report.closed);
     EXPECT_EQ(report.leases_out, 1u);
+    EXPECT_EQ(report.waiters_queued, 0u);
+    EXPECT_EQ(report.slots_spawning, 0u);
+    EXPECT_EQ(report.slots_retiring, 0u);
+    advance(1h);
+    EXPECT_EQ(completions, 1);
     bool closed = false;
     pool->async_close([&](error_code ec, close_report r) { closed = !ec && r.closed; });  // awaited again
     settle();
@@ -244,11 +270,17 @@ TEST_F(adapter, dropping_every_pool_and_handle_object_shuts_down_and_frees_every
     }
     settle();
     EXPECT_EQ(log_->closed, 1);  // the idle resource was closed at shutdown
+    EXPECT_EQ(log_->destroyed, 1);
     EXPECT_FALSE(state.expired());
-    EXPECT_EQ(survivor->id() > 0, true);
+    // Both prewarmed (resource 1 in slot 0, then 2 in slot 1); LIFO hands out the one
+    // that became idle last.
+    EXPECT_EQ(survivor.slot(), 1u);
+    EXPECT_EQ(survivor->id(), 2);
     survivor.release();
     settle();
-    EXPECT_EQ(log_->destroyed, log_->created);
+    EXPECT_EQ(log_->created, 2);
+    EXPECT_EQ(log_->closed, 2);
+    EXPECT_EQ(log_->destroyed, 2);
     EXPECT_TRUE(state.expired());  // no cycle keeps the pool's state alive
 }
 
@@ -269,27 +301,183 @@ TEST_F(adapter, a_dirty_lease_resource_is_never_handed_out_again) {
         a.lease.release();
         settle();
     }
-    EXPECT_EQ(pool->stats().retirements[static_cast<int>(core::retire_reason::dirty)], dirty.size());
+    EXPECT_EQ(dirty.size(), 7u);  // rounds 0, 3, ..., 18
+    EXPECT_EQ(pool->stats().retirements[static_cast<int>(core::retire_reason::dirty)], 7u);
+    EXPECT_EQ(log_->created, 8);  // one more for each dirty resource
+    EXPECT_EQ(log_->destroyed, 7);
 }
 
 TEST_F(adapter, factory_failures_back_off_and_waiters_time_out_cleanly) {
     log_->fail_creation = true;
+    auto pool = make_pool(options(1, 0));  // backoff: 1 ms, doubling, at most 4 ms
+    settle();
+    outcome a;
+    pool->async_acquire(30ms, record(a));  // at t = 0
+    settle();
+    EXPECT_EQ(pool->stats().spawn_failures, 1u);  // the first spawn fails at once
+    // Each retry waits out its backoff exactly: 1, 2, 4, then 4 ms (the maximum) apart.
+    const struct {
+        std::chrono::nanoseconds wait;
+        std::uint64_t failures;
+    } retries[] = {{1ms, 2}, {2ms, 3}, {4ms, 4}, {4ms, 5}, {4ms, 6}, {4ms, 7}, {4ms, 8}, {4ms, 9}};
+    for (const auto& r : retries) {
+        advance(r.wait - 1ns);
+        EXPECT_EQ(pool->stats().spawn_failures, r.failures - 1) << "retried before its backoff was over";
+        advance(1ns);
+        EXPECT_EQ(pool->stats().spawn_failures, r.failures);
+    }
+    // Now t = 27 ms, the next retry is due at 31: the waiter times out at 30 first.
+    advance(3ms - 1ns);
+    EXPECT_FALSE(a.done);
+    EXPECT_EQ(pool->stats().spawn_failures, 9u);
+    advance(1ns);
+    ASSERT_TRUE(a.done);
+    EXPECT_EQ(a.ec, make_error_code(error::timeout));
+    EXPECT_FALSE(a.lease);
+    EXPECT_EQ(a.completions, 1);
+    EXPECT_EQ(pool->stats().spawn_failures, 9u);
+    EXPECT_EQ(pool->stats().rejections[static_cast<int>(core::reject_reason::timeout)], 1u);
+    advance(1h);  // nobody waits and min_slots is 0: no more attempts
+    EXPECT_EQ(pool->stats().spawns, 9u);
+
+    // Recovered: the next spawn succeeds (the backoff of the 27 ms failure is over).
+    log_->fail_creation = false;
+    outcome b;
+    pool->async_acquire(5s, record(b));
+    settle();
+    ASSERT_TRUE(b.done);
+    EXPECT_FALSE(b.ec);
+    ASSERT_TRUE(b.lease);
+    EXPECT_EQ(b.lease->id(), 1);
+    EXPECT_EQ(pool->stats().spawns, 10u);
+    EXPECT_EQ(pool->stats().spawn_failures, 9u);
+}
+
+TEST_F(adapter, the_backoff_holds_a_new_waiter_until_it_is_over) {
+    log_->fail_creation = true;
     auto pool = make_pool(options(1, 0));
     settle();
     outcome a;
-    pool->async_acquire(std::chrono::milliseconds(30), record(a));
-    run_for(std::chrono::milliseconds(80));
-    ASSERT_TRUE(a.done);
+    pool->async_acquire(500us, record(a));
+    settle();  // its spawn fails at t = 0: backoff until 1 ms
+    EXPECT_EQ(pool->stats().spawn_failures, 1u);
+    advance(500us);
     EXPECT_EQ(a.ec, make_error_code(error::timeout));
-    EXPECT_EQ(a.completions, 1);
-    const core::stats s = pool->stats();
-    EXPECT_GE(s.spawn_failures, 2u);           // retried after each backoff
-    EXPECT_LE(s.spawn_failures, 30u / 1 + 1);  // but not hammered: ≥ 1 ms apart
     log_->fail_creation = false;
     outcome b;
-    pool->async_acquire(std::chrono::seconds(5), record(b));
-    for (int i = 0; i < 100 && !b.done; ++i) run_for(std::chrono::milliseconds(10));
-    EXPECT_TRUE(b.lease);  // recovered
+    pool->async_acquire(record(b));
+    advance(500us - 1ns);
+    EXPECT_FALSE(b.done) << "spawned before the backoff was over";
+    EXPECT_EQ(pool->stats().spawns, 1u);
+    advance(1ns);
+    ASSERT_TRUE(b.done);
+    EXPECT_FALSE(b.ec);
+    EXPECT_EQ(pool->stats().spawns, 2u);
+    EXPECT_EQ(pool->stats().spawn_failures, 1u);
+}
+
+TEST_F(adapter, a_queued_acquire_times_out_exactly_at_its_deadline) {
+    outcome holder;
+    auto pool = one_slot_held(holder);
+    auto tenant = pool->make_handle();
+    outcome timed, patient;
+    tenant.async_acquire(30ms, record(timed));
+    tenant.async_acquire(record(patient));  // no deadline: waits on
+    settle();
+    advance(30ms - 1ns);
+    EXPECT_FALSE(timed.done) << "timed out early";
+    advance(1ns);
+    ASSERT_TRUE(timed.done);
+    EXPECT_EQ(timed.ec, make_error_code(error::timeout));
+    EXPECT_FALSE(timed.lease);
+    EXPECT_EQ(timed.completions, 1);
+    EXPECT_EQ(pool->stats().rejections[static_cast<int>(core::reject_reason::timeout)], 1u);
+    EXPECT_EQ(pool->stats().queued_waiters, 1u);
+    advance(1h);
+    EXPECT_FALSE(patient.done);
+    EXPECT_EQ(timed.completions, 1);
+    holder.lease.release();
+    settle();
+    ASSERT_TRUE(patient.done);
+    EXPECT_FALSE(patient.ec);
+    EXPECT_TRUE(patient.lease);
+}
+
+TEST_F(adapter, a_zero_timeout_is_rejected_at_once_unless_a_slot_is_idle) {
+    outcome holder;
+    auto pool = one_slot_held(holder);
+    outcome now_or_never;
+    pool->async_acquire(0ns, record(now_or_never));
+    settle();  // no time passes
+    EXPECT_EQ(now_or_never.ec, make_error_code(error::timeout));
+    holder.lease.release();
+    settle();
+    outcome idle;
+    pool->async_acquire(0ns, record(idle));
+    settle();
+    EXPECT_FALSE(idle.ec);
+    EXPECT_TRUE(idle.lease);
+}
+
+TEST_F(adapter, a_resource_whose_close_hangs_is_dropped_after_retire_grace) {
+    auto log = log_;
+    auto o = options(1, 1);  // retire_grace: 100 ms
+    test_pool pool(
+        io.get_executor(), o,
+        [log]() -> boost::asio::awaitable<resource> { co_return resource(++log->created, log); },
+        [log](resource&) -> boost::asio::awaitable<void> {
+            ++log->closed;
+            manual_timer never(co_await boost::asio::this_coro::executor, manual_clock::time_point::max());
+            co_await never.async_wait(boost::asio::use_awaitable);
+        });
+    settle();
+    outcome a;
+    pool.async_acquire(record(a));
+    settle();
+    ASSERT_TRUE(a.lease);
+    a.lease.mark_dirty();
+    a.lease.release();
+    settle();
+    EXPECT_EQ(log_->closed, 1);  // its close has begun, and hangs
+    EXPECT_EQ(log_->destroyed, 0);
+    EXPECT_EQ(pool.stats().slots[static_cast<int>(core::slot_state::retiring)], 1u);
+    advance(100ms - 1ns);
+    EXPECT_EQ(log_->destroyed, 0) << "dropped before its retire grace was over";
+    EXPECT_EQ(pool.stats().slots[static_cast<int>(core::slot_state::retiring)], 1u);
+    advance(1ns);
+    EXPECT_EQ(log_->destroyed, 1);
+    EXPECT_EQ(pool.stats().slots[static_cast<int>(core::slot_state::retiring)], 0u);
+    EXPECT_EQ(log_->created, 2);  // min_slots: replaced
+    EXPECT_EQ(pool.stats().slots[static_cast<int>(core::slot_state::idle)], 1u);
+}
+
+TEST_F(adapter, a_lease_held_past_leak_threshold_is_reported_once) {
+    auto o = options(2, 2);
+    o.scheduler.leak_threshold = 50'000'000;  // 50 ms
+    std::vector<std::pair<std::uint32_t, std::uint64_t>> reports;
+    o.on_leak_suspected = [&reports](std::uint32_t slot, std::uint64_t lease) { reports.emplace_back(slot, lease); };
+    auto pool = make_pool(o);
+    settle();
+    outcome kept, returned;
+    pool->async_acquire(record(kept));
+    pool->async_acquire(record(returned));
+    settle();
+    ASSERT_TRUE(kept.lease);
+    ASSERT_TRUE(returned.lease);
+    advance(50ms - 1ns);
+    returned.lease.release();  // back in time: never reported
+    settle();
+    EXPECT_TRUE(reports.empty()) << "reported before its threshold";
+    advance(1ns);
+    ASSERT_EQ(reports.size(), 1u);
+    EXPECT_EQ(reports[0].first, kept.lease.slot());
+    EXPECT_EQ(reports[0].second, kept.lease.id());
+    EXPECT_EQ(pool->stats().leaks_suspected, 1u);
+    advance(1h);
+    EXPECT_EQ(reports.size(), 1u);  // once per lease
+    kept.lease.release();
+    settle();
+    EXPECT_EQ(pool->stats().slots[static_cast<int>(core::slot_state::idle)], 2u);
 }
 
 TEST_F(adapter, one_actor_and_no_task_per_acquire_or_release) {
@@ -305,9 +493,10 @@ TEST_F(adapter, one_actor_and_no_task_per_acquire_or_release) {
     pool->async_acquire(again);
     settle();
     EXPECT_EQ(cycles, 10'000);
-    // One drain per command at most (acquire, release), coalesced when they meet.
-    EXPECT_LE(pool->drains_posted() - before, 2u * 10'000);
-    EXPECT_GE(pool->drains_posted() - before, 10'000u);
+    // Each handler's release and next acquire meet in one drain: the first acquire's,
+    // then one per cycle (the last only has a release).
+    EXPECT_EQ(pool->drains_posted() - before, 10'001u);
+    EXPECT_EQ(pool->stats().grants_immediate, 10'000u);
 }
 
 TEST_F(adapter, every_completion_token_works) {
@@ -341,6 +530,71 @@ TEST_F(adapter, every_completion_token_works) {
         EXPECT_TRUE(f.get());
     }
     runner.join();
+}
+
+// The default clock: pool<R> is pool<R, steady_clock, wait_traits<steady_clock>>, on
+// real time. Only outcomes that no amount of elapsed time can change are asserted here:
+// deadlines already past when they are given.
+using steady_pool = pool<resource>;
+static_assert(std::is_same_v<steady_pool, pool<resource, std::chrono::steady_clock,
+                                               boost::asio::wait_traits<std::chrono::steady_clock>>>);
+static_assert(std::is_same_v<steady_pool::clock_type, std::chrono::steady_clock>);
+static_assert(std::is_same_v<steady_pool::time_point, std::chrono::steady_clock::time_point>);
+static_assert(std::is_same_v<steady_pool::lease_type, lease<resource>>);
+static_assert(std::is_same_v<steady_pool::handle_type, handle<resource>>);
+
+TEST_F(adapter, the_steady_clock_pool_honours_deadlines_already_past) {
+    auto log = log_;
+    steady_pool pool(io.get_executor(), options(1, 1),
+                     [log]() -> boost::asio::awaitable<resource> { co_return resource(++log->created, log); });
+    settle();
+    lease<resource> held;
+    pool.async_acquire([&held](error_code ec, lease<resource> l) {
+        EXPECT_FALSE(ec);
+        held = std::move(l);
+    });
+    settle();
+    ASSERT_TRUE(held);
+    // Runs until `done`, or until nothing is left that could make it so.
+    const auto run_until = [this](const bool& done) {
+        while (!done) {
+            io.restart();
+            if (io.run_one() == 0) return;
+        }
+    };
+
+    error_code zero_ec, short_ec;
+    bool zero_done = false, short_done = false;
+    pool.async_acquire(0ns, [&](error_code ec, lease<resource>) { zero_ec = ec, zero_done = true; });
+    settle();  // a zero timeout is decided in the step that takes the acquire
+    EXPECT_EQ(zero_ec, make_error_code(error::timeout));
+    pool.async_acquire(1ns, [&](error_code ec, lease<resource>) { short_ec = ec, short_done = true; });
+    run_until(short_done);  // at once, or by the steady deadline timer
+    EXPECT_EQ(short_ec, make_error_code(error::timeout));
+
+    // A close deadline already past: its steady timer fires on the reactor's next pass.
+    int completions = 0;
+    bool close_done = false;
+    error_code close_ec;
+    close_report report;
+    pool.async_close(std::chrono::steady_clock::now(), [&](error_code ec, close_report r) {
+        ++completions;
+        close_done = true;
+        close_ec = ec;
+        report = r;
+    });
+    run_until(close_done);
+    settle();
+    EXPECT_EQ(completions, 1);
+    EXPECT_EQ(close_ec, make_error_code(error::timed_out));
+    EXPECT_FALSE(report.closed);
+    EXPECT_EQ(report.leases_out, 1u);
+    held.release();
+    bool closed = false;
+    pool.async_close([&closed](error_code ec, close_report r) { closed = !ec && r.closed; });
+    settle();
+    EXPECT_TRUE(closed);
+    EXPECT_EQ(log_->destroyed, 1);
 }
 
 TEST_F(adapter, errors_have_a_category_and_messages) {

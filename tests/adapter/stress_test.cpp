@@ -13,7 +13,15 @@
 // every slot is back and every resource created was destroyed; nothing keeps the pool's
 // state alive. The test's own bookkeeping uses relaxed atomics only, so that it adds no
 // happens-before edge that could hide a missing one in the adapter from ThreadSanitizer
-// (the resources carry a plain counter that each holder bumps).
+// (the resources carry a plain counter that each holder bumps); the main thread is
+// woken through a mutex only at the few moments it waits for (half the grants, enough
+// closed rejections, no lease out).
+//
+// Nothing here sleeps or asserts on time: threads wait on condition variables (a wait
+// that lasts 120 s gives up with a report instead of hanging), a cancellation comes
+// "later" after a few hops through its strand rather than after a timer, and the pool
+// runs on the real steady_clock only for its short acquire timeouts, whose outcome
+// (granted or timed out) the checks accept either way.
 //
 // A third run closes the pool halfway through, while producers still issue acquires
 // and leases are out: later acquires are rejected `closed`, and the close completes
@@ -33,7 +41,6 @@
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <atomic>
 #include <chrono>
@@ -226,7 +233,7 @@ public:
                 wait_until([this] { return granted_.load(relaxed) >= config_.cycles / 2; }, "half the grants");
                 close();
                 // Producers keep issuing into the closing pool for a while.
-                wait_until([this] { return outcomes_[outcome_kind::closed].load(relaxed) >= 2'000; },
+                wait_until([this] { return outcomes_[outcome_kind::closed].load(relaxed) >= closed_rejections_awaited; },
                            "acquires rejected as closed");
                 stop_.store(true, relaxed);
             }
@@ -299,12 +306,19 @@ private:
     // One cancellable acquire: its signal and the strand its handler is bound to (the
     // signal is emitted there, serialised with the delivery that clears the slot).
     struct cancel_context {
-        explicit cancel_context(boost::asio::strand<boost::asio::io_context::executor_type> s)
-            : strand(std::move(s)), timer(strand) {}
+        explicit cancel_context(boost::asio::strand<boost::asio::io_context::executor_type> s) : strand(std::move(s)) {}
         boost::asio::strand<boost::asio::io_context::executor_type> strand;
         boost::asio::cancellation_signal signal;
-        boost::asio::steady_timer timer;
     };
+
+    // Emits the cancellation after `hops` more trips through the context's strand: later
+    // than at once, by a number of handlers rather than by time.
+    static void emit_after(std::shared_ptr<cancel_context> ctx, boost::asio::cancellation_type type, unsigned hops) {
+        boost::asio::post(ctx->strand, [ctx, type, hops]() mutable {
+            if (hops == 0) return ctx->signal.emit(type);
+            emit_after(std::move(ctx), type, hops - 1);
+        });
+    }
 
     void fail(const std::string& what) {
         if (failures_.fetch_add(1, relaxed) == 0) {
@@ -315,14 +329,18 @@ private:
 
     // A wait that cannot end means an operation or a lease was lost: the run cannot be
     // wound down (pending operations hold work on the io_context), so say what was still
-    // out and abort, rather than hang until the test's timeout.
+    // out and abort, rather than hang until the test's timeout. `done` reads the relaxed
+    // counters; whoever makes it true calls progress().
     template <class Predicate>
     void wait_until(Predicate done, const char* what) {
-        const auto deadline = clock_type::now() + std::chrono::seconds(120);
-        while (!done()) {
-            if (clock_type::now() > deadline) give_up(what);
-            std::this_thread::sleep_for(std::chrono::microseconds(200));
-        }
+        std::unique_lock lock(progress_mutex_);
+        if (!progress_cv_.wait_for(lock, std::chrono::seconds(120), done)) give_up(what);
+    }
+
+    // Wakes wait_until (the lock orders this after a waiter's check of its predicate).
+    void progress() {
+        { std::lock_guard lock(progress_mutex_); }
+        progress_cv_.notify_all();
     }
 
     [[noreturn]] void give_up(const char* what) {
@@ -362,7 +380,8 @@ private:
     void on_complete(unsigned p, std::uint64_t op, error_code ec, stress_lease l) {
         if (completions_[op].fetch_add(1, relaxed) != 0) fail("operation " + std::to_string(op) + " completed twice");
         const outcome_kind kind = classify(ec);
-        outcomes_[kind].fetch_add(1, relaxed);
+        const std::uint64_t seen = outcomes_[kind].fetch_add(1, relaxed) + 1;
+        if (kind == closed && seen == closed_rejections_awaited) progress();
         if (kind == other) fail("operation " + std::to_string(op) + " completed with " + ec.message());
         if (kind == ok) {
             accept(p, std::move(l));
@@ -388,7 +407,7 @@ private:
             fail("slot " + std::to_string(slot) + " delivered with lease " + std::to_string(l.id()) +
                  " while lease " + std::to_string(other) + " still held it");
         leases_out_.fetch_add(1, relaxed);
-        granted_.fetch_add(1, relaxed);
+        if (granted_.fetch_add(1, relaxed) + 1 == config_.cycles / 2) progress();
         const std::uint64_t id = l->id();
         if (id >= dirty_.size()) return fail("more resources than the test expected");
         if (dirty_[id].load(relaxed)) fail("dirty resource " + std::to_string(id) + " handed out again");
@@ -405,8 +424,11 @@ private:
                 break;
             case 1: {  // by the producer
                 producer& pr = *producers_[p];
-                std::lock_guard lock(pr.mutex);
-                pr.inbox.push_back(std::move(h));
+                {
+                    std::lock_guard lock(pr.mutex);
+                    pr.inbox.push_back(std::move(h));
+                }
+                pr.cv.notify_one();
                 break;
             }
             case 2: {  // by the releaser thread
@@ -431,7 +453,7 @@ private:
         h.lease.release();
         if (h.lease) fail("a released lease still holds its slot");
         release_routes_[route].fetch_add(1, relaxed);
-        leases_out_.fetch_sub(1, relaxed);
+        if (leases_out_.fetch_sub(1, relaxed) == 1) progress();
     }
 
     void run_releaser() {
@@ -477,8 +499,8 @@ private:
                         release_inbox(lock);
                         continue;
                     }
-                    pr.cv.wait_for(lock, std::chrono::milliseconds(1));
-                    if (clock_type::now() > deadline) give_up("room in a producer's window");
+                    if (!pr.cv.wait_until(lock, deadline, [&] { return pr.inflight < config_.window || !pr.inbox.empty(); }))
+                        give_up("room in a producer's window");
                 }
                 ++pr.inflight;
             }
@@ -498,8 +520,8 @@ private:
         const auto deadline = clock_type::now() + std::chrono::seconds(120);
         while (pr.inflight > 0 || !pr.inbox.empty()) {
             if (!pr.inbox.empty()) release_inbox(lock);
-            else pr.cv.wait_for(lock, std::chrono::milliseconds(1));
-            if (clock_type::now() > deadline) give_up("a producer's acquires to complete");
+            else if (!pr.cv.wait_until(lock, deadline, [&] { return pr.inflight == 0 || !pr.inbox.empty(); }))
+                give_up("a producer's acquires to complete");
         }
         lock.unlock();
         handles.clear();
@@ -541,12 +563,7 @@ private:
                                                                    boost::asio::cancellation_type::partial,
                                                                    boost::asio::cancellation_type::total};
         const auto type = types[below(3)];
-        if (chance(0.5)) {
-            boost::asio::post(ctx->strand, [ctx, type] { ctx->signal.emit(type); });
-        } else {
-            ctx->timer.expires_after(std::chrono::microseconds(below(300)));
-            ctx->timer.async_wait([ctx, type](error_code) { ctx->signal.emit(type); });
-        }
+        emit_after(std::move(ctx), type, chance(0.5) ? 0 : static_cast<unsigned>(1 + below(64)));
     }
 
     const stress_config config_;
@@ -566,6 +583,9 @@ private:
     std::atomic<std::int64_t> leases_out_{0};
     std::atomic<bool> stop_{false};
     std::array<std::atomic<std::uint64_t>, 4> release_routes_{};
+    static constexpr std::uint64_t closed_rejections_awaited = 2'000;
+    std::mutex progress_mutex_;
+    std::condition_variable progress_cv_;
 
     std::vector<std::unique_ptr<producer>> producers_;
     std::thread releaser_;

@@ -8,7 +8,9 @@
 # 3. pkg-config: g++ with `pkg-config --cflags --libs fairpool`, the .pc read from the
 #    stage (PKG_CONFIG_SYSROOT_DIR prefixes its paths with the stage);
 # 4. Meson: a project whose subprojects/fairpool is a link to SOURCE_ROOT,
-#    dependency('fairpool') forced to the fallback.
+#    dependency('fairpool') forced to the fallback, set up with the default buildtype and
+#    again with --buildtype=release (-O3), where fairpool must build without -Werror
+#    although the project itself asks for werror=true.
 # Each consumer is run and must exit 0. Prints every command; exits 1 on any failure.
 set -Eeuo pipefail
 [ $# -eq 5 ] || { echo "usage: $0 SOURCE_ROOT BUILD_DIR PREFIX LIBDIR SCRATCH" >&2; exit 2; }
@@ -84,15 +86,37 @@ ln -s "$src" "$project/subprojects/fairpool"
 # The link points back at the tree holding this scratch directory: remove it on the way
 # out, so that nothing walking the tree meets a cycle.
 trap 'rm -f "$project/subprojects/fairpool"' EXIT
-run_logged "$scratch/meson-setup.log" meson setup "$scratch/meson-build" "$project" --wrap-mode=nodownload \
-  --force-fallback-for=fairpool
-grep "Dependency fairpool found: YES .*(overridden)" "$scratch/meson-setup.log" \
-  || fail "the consumer did not take fairpool from its subproject"
-# As a subproject fairpool builds its three libraries and nothing else (no tests, tools).
-grep "^fairpool| Build targets in project: 3$" "$scratch/meson-setup.log" \
-  || fail "the subproject builds more than core, trace and the adapter"
-run_logged "$scratch/meson-build.log" ninja -C "$scratch/meson-build" -j "$jobs"
-run "$scratch/meson-build/consumer"
+# meson_consumer NAME [SETUP OPTION...]: sets the project up in SCRATCH/NAME-build (logs
+# NAME-setup.log, NAME-build.log), checks where fairpool came from and what it builds,
+# builds and runs the consumer.
+meson_consumer() {
+  local name=$1; shift
+  local dir=$scratch/$name-build
+  run_logged "$scratch/$name-setup.log" meson setup "$dir" "$project" --wrap-mode=nodownload \
+    --force-fallback-for=fairpool "$@"
+  grep "Dependency fairpool found: YES .*(overridden)" "$scratch/$name-setup.log" \
+    || fail "the consumer did not take fairpool from its subproject"
+  # As a subproject fairpool builds its three libraries and nothing else (no tests, tools).
+  grep "^fairpool| Build targets in project: 3$" "$scratch/$name-setup.log" \
+    || fail "the subproject builds more than core, trace and the adapter"
+  run_logged "$scratch/$name-build.log" ninja -C "$dir" -j "$jobs"
+  run "$dir/consumer"
+}
+meson_consumer meson
+
+echo "== Meson, --buildtype=release: fairpool's own werror=false beats the project's werror=true"
+meson_consumer meson-release --buildtype=release
+# Every fairpool object is compiled at -O3 and without -Werror; the consumer with -Werror.
+python3 - "$scratch/meson-release-build/compile_commands.json" <<'PY' || fail "the release build's flags"
+import json, sys
+flags = {c["file"]: c["command"].split() for c in json.load(open(sys.argv[1]))}
+ours = [f for f in flags if "subprojects/fairpool/" in f]
+bad = [f for f in ours if "-O3" not in flags[f] or "-Werror" in flags[f]]
+consumer = [f for f in flags if f.endswith("consumer.cpp")]
+if not ours or bad or not consumer or "-Werror" not in flags[consumer[0]]:
+    sys.exit(f"fairpool objects: {ours}; with -Werror or without -O3: {bad}; consumer: {consumer}")
+print(f"{len(ours)} fairpool objects at -O3 without -Werror, consumer.cpp with -Werror")
+PY
 
 trap - ERR
-echo "consumers: all three built and ran"
+echo "consumers: all three built and ran (Meson twice: default buildtype and release)"

@@ -90,6 +90,17 @@ private:
     std::size_t pos_ = 0;
 };
 
+// One RESP line: its type mark, its text, CRLF. Appended piece by piece: g++ 12 at -O3
+// reports a false -Wrestrict on `"x" + std::string(...)` chains (GCC bug 105651).
+std::string line(char mark, std::string_view text) {
+    std::string out;
+    out.reserve(text.size() + 3);
+    out += mark;
+    out += text;
+    out += "\r\n";
+    return out;
+}
+
 }  // namespace
 
 parse_result parse(std::string_view input, const limits& l) {
@@ -101,21 +112,26 @@ parse_result parse(std::string_view input, const limits& l) {
 }
 
 std::string command(std::span<const std::string> args) {
-    std::string out = "*" + std::to_string(args.size()) + "\r\n";
+    std::string out = line('*', std::to_string(args.size()));
     for (const auto& a : args) out += bulk(a);
     return out;
 }
 
 std::string command(std::initializer_list<std::string_view> args) {
-    std::string out = "*" + std::to_string(args.size()) + "\r\n";
+    std::string out = line('*', std::to_string(args.size()));
     for (const auto a : args) out += bulk(a);
     return out;
 }
 
-std::string simple(std::string_view s) { return "+" + std::string(s) + "\r\n"; }
-std::string error(std::string_view message) { return "-" + std::string(message) + "\r\n"; }
-std::string integer(std::int64_t n) { return ":" + std::to_string(n) + "\r\n"; }
-std::string bulk(std::string_view s) { return "$" + std::to_string(s.size()) + "\r\n" + std::string(s) + "\r\n"; }
+std::string simple(std::string_view s) { return line('+', s); }
+std::string error(std::string_view message) { return line('-', message); }
+std::string integer(std::int64_t n) { return line(':', std::to_string(n)); }
+std::string bulk(std::string_view s) {
+    std::string out = line('$', std::to_string(s.size()));
+    out += s;
+    out += "\r\n";
+    return out;
+}
 std::string null_bulk() { return "$-1\r\n"; }
 
 std::vector<std::string> arguments(const value& request) {

@@ -10,6 +10,7 @@
 #include "fairpool/core/scheduler.hpp"
 #include "fairpool/trace/format.hpp"
 #include "fairpool/trace/write.hpp"
+#include "jain_index.hpp"
 
 namespace fairpool::replay {
 
@@ -183,16 +184,12 @@ int print_stats(const trace::trace& t, const options& o, std::ostream& out) {
         << " max=" << (waits.empty() ? 0 : waits.back()) << "\n";
     out << "grants per handle:";
     for (const auto& [handle, n] : grants_per_handle) out << " " << handle << "=" << n;
-    double sum = 0, squares = 0;
-    std::size_t waited = 0;
-    for (const auto& [handle, n] : grants_per_handle) {
-        if (!handle_waited[handle]) continue;
-        sum += static_cast<double>(n);
-        squares += static_cast<double>(n) * static_cast<double>(n);
-        ++waited;
-    }
-    out << "\nJain's fairness index over the " << waited << " handles that waited: ";
-    if (waited == 0) out << "n/a\n"; else out << sum * sum / (static_cast<double>(waited) * squares) << "\n";
+    std::vector<double> grants_of_handles_that_waited;
+    for (const auto& [handle, n] : grants_per_handle)
+        if (handle_waited[handle]) grants_of_handles_that_waited.push_back(static_cast<double>(n));
+    out << "\nJain's fairness index over the " << grants_of_handles_that_waited.size() << " handles that waited: ";
+    if (grants_of_handles_that_waited.empty()) out << "n/a\n";
+    else out << tools::jain_index(grants_of_handles_that_waited) << "\n";
     return 0;
 }
 

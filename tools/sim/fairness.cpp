@@ -2,15 +2,9 @@
 
 #include <algorithm>
 
-namespace fairpool::sim {
+#include "jain_index.hpp"
 
-double jain(const std::vector<double>& xs) {
-    double sum = 0;
-    double squares = 0;
-    for (double x : xs) sum += x, squares += x * x;
-    if (xs.empty() || squares == 0) return 1;
-    return sum * sum / (static_cast<double>(xs.size()) * squares);
-}
+namespace fairpool::sim {
 
 void fairness_meter::reshare(handle& s) {
     const double share = static_cast<double>(std::min(s.weight, s.queued));
@@ -49,8 +43,8 @@ fairness_sample fairness_meter::finish() const {
     }
     out.queue_grants = total;
     if (total < min_queue_grants) return out;
-    if (shares.size() >= 2) out.share_index = jain(shares), out.handles_counted = shares.size();
-    if (grants.size() >= 2 && total > 0) out.grant_index = jain(grants);
+    if (shares.size() >= 2) out.share_index = tools::jain_index(shares), out.handles_counted = shares.size();
+    if (grants.size() >= 2 && total > 0) out.grant_index = tools::jain_index(grants);
     return out;
 }
 

@@ -1,7 +1,8 @@
 #pragma once
 // Fairness of one seed's run, measured from the outside (from the effects only).
 //
-// Two numbers, both Jain's index J(x) = (sum x)^2 / (n * sum x^2), 1 = perfectly even:
+// Two numbers, both Jain's index J(x) = (sum x)^2 / (n * sum x^2), 1 = perfectly even
+// (tools/common/jain_index.hpp):
 //
 // - share index: over handles that waited, x = grants a handle received from the
 //   queue / the grants it was entitled to while it was backlogged. At every grant of a
@@ -60,7 +61,5 @@ private:
     double active_share_ = 0;  // sum of `share` over the handles
     double clock_ = 0;
 };
-
-[[nodiscard]] double jain(const std::vector<double>& xs);
 
 }  // namespace fairpool::sim

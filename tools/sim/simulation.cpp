@@ -10,10 +10,6 @@ namespace fairpool::sim {
 
 using detail::plus;
 
-namespace {
-
-}  // namespace
-
 simulation::simulation(std::uint64_t seed, const run_settings& settings)
     : impl_(std::make_unique<impl>(seed, settings)) {}
 
@@ -213,13 +209,7 @@ void simulation::impl::apply_effect(const core::effect& f) {
             s.state = slot_state::leased;
             s.lease = f.lease;
             last_lease = std::max(last_lease, f.lease);
-            waiter_record* w = find_waiter(f.waiter);
-            if (!w) {
-                fail("simulator: a grant names waiter " + std::to_string(f.waiter) + ", which it never sent");
-                return;
-            }
-            if (w->state == waiter_state::queued) remove_queued(f.waiter), meter.left(w->tenant, true);
-            w->state = waiter_state::done;
+            if (!settle_waiter(f)) return;
             nanos hold = draw(sc.hold);
             if (r.chance(sc.p_long_hold)) hold *= r.between(5, 30);
             item it;
@@ -230,16 +220,7 @@ void simulation::impl::apply_effect(const core::effect& f) {
             schedule(hold, it);
             break;
         }
-        case effect_kind::reject: {
-            waiter_record* w = find_waiter(f.waiter);
-            if (!w) {
-                fail("simulator: a reject names waiter " + std::to_string(f.waiter) + ", which it never sent");
-                return;
-            }
-            if (w->state == waiter_state::queued) remove_queued(f.waiter), meter.left(w->tenant, false);
-            w->state = waiter_state::done;
-            break;
-        }
+        case effect_kind::reject: settle_waiter(f); break;
         case effect_kind::spawn: {
             slot_view& s = slots[f.slot];
             s.state = slot_state::spawning;
@@ -285,6 +266,17 @@ detail::waiter_record* simulation::impl::find_waiter(std::uint64_t id) {
     const std::uint64_t index = id - sc.waiter_base;
     if (id < sc.waiter_base || index >= waiters.size()) return nullptr;
     return &waiters[static_cast<std::size_t>(index)];
+}
+
+bool simulation::impl::settle_waiter(const core::effect& f) {
+    waiter_record* w = find_waiter(f.waiter);
+    if (!w)
+        return fail(std::string("simulator: a ") + core::to_string(f.kind) + " names waiter " +
+                    std::to_string(f.waiter) + ", which it never sent");
+    if (w->state == waiter_state::queued)
+        remove_queued(f.waiter), meter.left(w->tenant, f.kind == core::effect_kind::grant);
+    w->state = waiter_state::done;
+    return true;
 }
 
 std::uint64_t simulation::impl::fresh_waiter(std::uint32_t t) {

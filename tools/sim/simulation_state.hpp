@@ -152,6 +152,9 @@ struct simulation::impl {
     event make_acquire(std::uint32_t t);
     std::uint64_t fresh_waiter(std::uint32_t t);
     waiter_record* find_waiter(std::uint64_t id);
+    // A grant or a reject: its waiter is done (and leaves the queue if it was queued).
+    // False, and the run fails, if the simulator never sent that waiter.
+    bool settle_waiter(const core::effect& f);
     void add_queued(std::uint64_t id);
     void remove_queued(std::uint64_t id);
     void begin_shutdown();

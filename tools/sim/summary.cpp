@@ -14,6 +14,16 @@ void summary::index_stats::add(double value, std::uint64_t seed) {
     if (!worst || value < *worst) worst = value, worst_seed = seed;
 }
 
+void summary::index_stats::print(std::FILE* out, const char* policy) const {
+    if (seeds == 0) {
+        std::fprintf(out, "                %-11s no such seed\n", policy);
+        return;
+    }
+    std::fprintf(out, "                %-11s mean %.3f over %llu seeds, worst seed %llu: %.3f\n", policy,
+                 sum / static_cast<double>(seeds), static_cast<unsigned long long>(seeds),
+                 static_cast<unsigned long long>(worst_seed), *worst);
+}
+
 void summary::add(const seed_result& r) {
     if (seeds_++ == 0) first_seed_ = r.seed;
     if (r.failure) ++failed_;
@@ -80,25 +90,9 @@ void summary::print(std::FILE* out, double wall_seconds) const {
                  "                backlogged, over the handles that waited (entitled to >= 1 grant; seeds with >= 2\n"
                  "                such handles and >= %llu grants from the queue):\n",
                  u(min_queue_grants));
-    for (int p = 0; p < 2; ++p) {
-        const index_stats& s = share_[p];
-        if (s.seeds == 0) {
-            std::fprintf(out, "                %-11s no such seed\n", policy_name(p));
-            continue;
-        }
-        std::fprintf(out, "                %-11s mean %.3f over %llu seeds, worst seed %llu: %.3f\n", policy_name(p),
-                     s.sum / static_cast<double>(s.seeds), u(s.seeds), u(s.worst_seed), *s.worst);
-    }
+    for (int p = 0; p < 2; ++p) share_[p].print(out, policy_name(p));
     std::fprintf(out, "                plain Jain's index of queue grants per handle that waited (demand-sensitive):\n");
-    for (int p = 0; p < 2; ++p) {
-        const index_stats& s = grant_[p];
-        if (s.seeds == 0) {
-            std::fprintf(out, "                %-11s no such seed\n", policy_name(p));
-            continue;
-        }
-        std::fprintf(out, "                %-11s mean %.3f over %llu seeds, worst seed %llu: %.3f\n", policy_name(p),
-                     s.sum / static_cast<double>(s.seeds), u(s.seeds), u(s.worst_seed), *s.worst);
-    }
+    for (int p = 0; p < 2; ++p) grant_[p].print(out, policy_name(p));
 }
 
 }  // namespace fairpool::sim

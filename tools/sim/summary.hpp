@@ -21,6 +21,8 @@ private:
         std::optional<double> worst;
         std::uint64_t worst_seed = 0;
         void add(double value, std::uint64_t seed);
+        // "                round_robin mean 0.995 over 99 seeds, worst seed 19: 0.942"
+        void print(std::FILE* out, const char* policy) const;
     };
 
     std::uint64_t seeds_ = 0;

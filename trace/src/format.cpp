@@ -1,99 +1,47 @@
+// Printing records of trace format v1, driven by the schema (schema.hpp).
 #include "fairpool/trace/format.hpp"
+
+#include "schema.hpp"
 
 namespace fairpool::trace {
 
 namespace {
 
-void field(std::string& out, const char* key, std::uint64_t value) {
-    out += ' ';
-    out += key;
-    out += '=';
-    out += std::to_string(value);
+// Appends " key=value" for every field of `fields` that `record` gives, in table order.
+template <typename Record>
+void append_fields(std::string& out, const Record& record, std::span<const schema::field<Record>> fields) {
+    for (const schema::field<Record>& f : fields) {
+        const std::optional<std::uint64_t> value = f.get(record);
+        if (!value) continue;
+        out += ' ';
+        out += f.key;
+        out += '=';
+        if (f.kind == schema::value_kind::u64 || f.kind == schema::value_kind::slot) out += std::to_string(*value);
+        else out += schema::name_of(f.kind, *value);
+    }
 }
 
-void field(std::string& out, const char* key, const char* value) {
-    out += ' ';
-    out += key;
-    out += '=';
-    out += value;
+// "KIND key=value…": an event or an effect.
+template <typename Record>
+std::string format_record(const Record& record) {
+    std::string out = core::to_string(record.kind);
+    append_fields(out, record, schema::fields_of(record.kind));
+    return out;
 }
 
 }  // namespace
 
-std::string format(const core::event& e) {
-    using core::event_kind;
-    std::string out = core::to_string(e.kind);
-    switch (e.kind) {
-        case event_kind::acquire:
-            field(out, "waiter", e.waiter);
-            field(out, "handle", e.handle);
-            if (e.deadline) field(out, "deadline", *e.deadline);
-            if (e.weight) field(out, "weight", *e.weight);
-            break;
-        case event_kind::cancel: field(out, "waiter", e.waiter); break;
-        case event_kind::deregister: field(out, "handle", e.handle); break;
-        case event_kind::release:
-            field(out, "slot", e.slot);
-            field(out, "lease", e.lease);
-            field(out, "outcome", core::to_string(e.outcome));
-            break;
-        case event_kind::spawned:
-        case event_kind::spawn_failed:
-        case event_kind::retired:
-        case event_kind::died: field(out, "slot", e.slot); break;
-        case event_kind::start:
-        case event_kind::tick:
-        case event_kind::shutdown: break;
-    }
-    return out;
+std::string format(const core::event& e) { return format_record(e); }
+
+std::string format_line(const core::event& e) {
+    return schema::event_mark + std::to_string(e.now) + " " + format(e);
 }
 
-std::string format_line(const core::event& e) { return "@" + std::to_string(e.now) + " " + format(e); }
+std::string format(const core::effect& f) { return format_record(f); }
 
-std::string format(const core::effect& f) {
-    using core::effect_kind;
-    std::string out = core::to_string(f.kind);
-    switch (f.kind) {
-        case effect_kind::grant:
-            field(out, "waiter", f.waiter);
-            field(out, "slot", f.slot);
-            field(out, "lease", f.lease);
-            break;
-        case effect_kind::reject:
-            field(out, "waiter", f.waiter);
-            field(out, "reason", core::to_string(f.rejected));
-            break;
-        case effect_kind::spawn: field(out, "slot", f.slot); break;
-        case effect_kind::retire:
-            field(out, "slot", f.slot);
-            field(out, "reason", core::to_string(f.retired));
-            break;
-        case effect_kind::leak_suspected:
-            field(out, "slot", f.slot);
-            field(out, "lease", f.lease);
-            break;
-        case effect_kind::closed: break;
-    }
-    return out;
-}
-
-std::string format_canonical(const core::config& input) {
-    const core::config c = input.resolved();
-    std::string out = "config";
-    field(out, "max_slots", c.max_slots);
-    field(out, "min_slots", c.min_slots);
-    field(out, "max_waiters", c.max_waiters);
-    field(out, "max_waiters_per_handle", *c.max_waiters_per_handle);
-    field(out, "policy", core::to_string(c.policy));
-    field(out, "idle_order", core::to_string(c.idle_order));
-    field(out, "acquire_timeout", c.acquire_timeout);
-    field(out, "idle_timeout", c.idle_timeout);
-    field(out, "max_lifetime", c.max_lifetime);
-    field(out, "max_uses", c.max_uses);
-    field(out, "spawn_backoff_initial", c.spawn_backoff_initial);
-    field(out, "spawn_backoff_max", c.spawn_backoff_max);
-    field(out, "max_concurrent_spawns", *c.max_concurrent_spawns);
-    field(out, "leak_threshold", c.leak_threshold);
+std::string format_canonical(const core::config& c) {
+    std::string out(schema::config_word);
+    append_fields(out, c.resolved(), schema::config_fields());  // resolved: every key has its value in force
     return out;
 }
 

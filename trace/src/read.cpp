@@ -6,16 +6,18 @@
 // header, the second the config, every later one an event (`@NOW EVENT k=v…`), an effect
 // (`= EFFECT k=v…`) or an error (`! CODE`).
 //
-// Every name (event, effect, reason, outcome, error code, policy, idle order) is
-// recognised by comparing it with the spelling core::to_string gives, so the spellings
-// live in one place (core/src/names.cpp).
+// What each record may hold (keys, their order, which are required, how each value is
+// spelled) is the schema's (schema.hpp), which the writer follows too. Every name
+// (event, effect, reason, outcome, error code, policy, idle order) is recognised by
+// comparing it with the spelling core::to_string gives, so the spellings live in one
+// place (core/src/names.cpp).
 //
 // Text quoted in a message is shown with bytes outside printable ASCII escaped as \xHH
 // and cut after 40 bytes (then followed by "..."), so that messages stay short and safe
 // to print whatever the input.
 #include "fairpool/trace/read.hpp"
 
-#include <array>
+#include <bitset>
 #include <cstdint>
 #include <exception>
 #include <iterator>
@@ -24,17 +26,16 @@
 #include <string_view>
 #include <vector>
 
+#include "schema.hpp"
+
 namespace fairpool::trace {
 
 namespace {
 
 using core::event_kind;
 using core::effect_kind;
+using schema::value_kind;
 
-constexpr std::string_view header_text = "fairpool-trace v1";
-constexpr std::string_view header_word = "fairpool-trace";
-constexpr std::string_view version_word = "v1";
-constexpr std::uint64_t slot_limit = 65536;  // slots are below this in any trace
 constexpr std::size_t quote_limit = 40;      // bytes of input shown in a message
 
 // ---- Text helpers ------------------------------------------------------------------
@@ -108,128 +109,42 @@ number_status parse_u64(std::string_view text, std::uint64_t& value) {
 
 // ---- Names -------------------------------------------------------------------------
 
-// The enumerator of E whose to_string is `name`, among the first `count` enumerators.
-template <typename E>
-std::optional<E> parse_name(std::string_view name, int count) {
-    for (int i = 0; i < count; ++i) {
-        const auto value = static_cast<E>(i);
-        if (name == core::to_string(value)) return value;
-    }
+// The index of the first of `count` names equal to `text`; name(i) is the i-th name.
+template <typename Name>
+std::optional<std::uint64_t> find_name(std::string_view text, int count, Name name) {
+    for (int i = 0; i < count; ++i)
+        if (text == name(i)) return static_cast<std::uint64_t>(i);
     return std::nullopt;
 }
 
-// "a, b or c": the names of the first `count` enumerators of E.
+// The enumerator of E whose to_string is `name`, among the first `count` enumerators.
 template <typename E>
-std::string name_list(int count) {
+std::optional<E> parse_name(std::string_view name, int count) {
+    const auto index = find_name(name, count, [](int i) { return core::to_string(static_cast<E>(i)); });
+    if (!index) return std::nullopt;
+    return static_cast<E>(*index);
+}
+
+// "a, b or c": the names of the enumerators of `kind`.
+std::string name_list(schema::value_kind kind) {
+    const int count = schema::name_count(kind);
     std::string out;
     for (int i = 0; i < count; ++i) {
         if (i > 0) out += i + 1 == count ? " or " : ", ";
-        out += core::to_string(static_cast<E>(i));
+        out += schema::name_of(kind, static_cast<std::uint64_t>(i));
     }
     return out;
 }
 
-constexpr int release_outcome_count = 2;
-constexpr int fairness_policy_count = 2;
-constexpr int idle_order_count = 2;
+// What a record is called in messages: "event release", "effect grant", or the config.
+struct record_name {
+    const char* category = nullptr;  // "event" or "effect"; nullptr for the config line
+    const char* name = nullptr;      // core::to_string of its kind
 
-// ---- Fields of events and effects --------------------------------------------------
-
-enum class field_id : std::uint8_t { waiter, handle, deadline, weight, slot, lease, outcome, rejected, retired };
-constexpr std::size_t field_id_count = 9;
-
-enum class value_type : std::uint8_t { number, slot, outcome, reject_reason, retire_reason };
-
-struct field_spec {
-    std::string_view key;
-    field_id id;
-    value_type type;
-    bool required;
-};
-
-constexpr field_spec f_waiter{"waiter", field_id::waiter, value_type::number, true};
-constexpr field_spec f_handle{"handle", field_id::handle, value_type::number, true};
-constexpr field_spec f_deadline{"deadline", field_id::deadline, value_type::number, false};
-constexpr field_spec f_weight{"weight", field_id::weight, value_type::number, false};
-constexpr field_spec f_slot{"slot", field_id::slot, value_type::slot, true};
-constexpr field_spec f_lease{"lease", field_id::lease, value_type::number, true};
-constexpr field_spec f_outcome{"outcome", field_id::outcome, value_type::outcome, true};
-constexpr field_spec f_rejected{"reason", field_id::rejected, value_type::reject_reason, true};
-constexpr field_spec f_retired{"reason", field_id::retired, value_type::retire_reason, true};
-
-// Fields of each event and effect, in the order of the contract's tables.
-struct field_list {
-    std::array<field_spec, 4> fields{};
-    std::size_t size = 0;
-};
-
-constexpr field_list event_fields(event_kind k) {
-    switch (k) {
-        case event_kind::acquire: return {{f_waiter, f_handle, f_deadline, f_weight}, 4};
-        case event_kind::cancel: return {{f_waiter}, 1};
-        case event_kind::deregister: return {{f_handle}, 1};
-        case event_kind::release: return {{f_slot, f_lease, f_outcome}, 3};
-        case event_kind::spawned:
-        case event_kind::spawn_failed:
-        case event_kind::retired:
-        case event_kind::died: return {{f_slot}, 1};
-        case event_kind::start:
-        case event_kind::tick:
-        case event_kind::shutdown: break;
+    [[nodiscard]] std::string text() const {
+        return category ? std::string(category) + " " + name : std::string(schema::config_word);
     }
-    return {};
-}
-
-constexpr field_list effect_fields(effect_kind k) {
-    switch (k) {
-        case effect_kind::grant: return {{f_waiter, f_slot, f_lease}, 3};
-        case effect_kind::reject: return {{f_waiter, f_rejected}, 2};
-        case effect_kind::spawn: return {{f_slot}, 1};
-        case effect_kind::retire: return {{f_slot, f_retired}, 2};
-        case effect_kind::leak_suspected: return {{f_slot, f_lease}, 2};
-        case effect_kind::closed: break;
-    }
-    return {};
-}
-
-// The values of the fields of one record, as read.
-struct field_values {
-    std::array<bool, field_id_count> seen{};
-    std::array<std::uint64_t, field_id_count> number{};
-    core::release_outcome outcome = core::release_outcome::clean;
-    core::reject_reason rejected = core::reject_reason::saturated;
-    core::retire_reason retired = core::retire_reason::dirty;
-
-    [[nodiscard]] bool has(field_id id) const { return seen[static_cast<std::size_t>(id)]; }
-    [[nodiscard]] std::uint64_t get(field_id id) const { return number[static_cast<std::size_t>(id)]; }
 };
-
-// ---- Config keys -------------------------------------------------------------------
-
-struct config_key {
-    std::string_view key;
-    std::uint64_t core::config::*plain = nullptr;
-    std::optional<std::uint64_t> core::config::*optional = nullptr;
-    // Neither pointer: `policy` or `idle_order`, handled by name.
-};
-
-using core::config;
-constexpr std::array<config_key, 14> config_keys = {{
-    {"max_slots", &config::max_slots, nullptr},
-    {"min_slots", &config::min_slots, nullptr},
-    {"max_waiters", &config::max_waiters, nullptr},
-    {"max_waiters_per_handle", nullptr, &config::max_waiters_per_handle},
-    {"policy", nullptr, nullptr},
-    {"idle_order", nullptr, nullptr},
-    {"acquire_timeout", &config::acquire_timeout, nullptr},
-    {"idle_timeout", &config::idle_timeout, nullptr},
-    {"max_lifetime", &config::max_lifetime, nullptr},
-    {"max_uses", &config::max_uses, nullptr},
-    {"spawn_backoff_initial", &config::spawn_backoff_initial, nullptr},
-    {"spawn_backoff_max", &config::spawn_backoff_max, nullptr},
-    {"max_concurrent_spawns", nullptr, &config::max_concurrent_spawns},
-    {"leak_threshold", &config::leak_threshold, nullptr},
-}};
 
 // ---- The reader --------------------------------------------------------------------
 
@@ -256,7 +171,7 @@ public:
     // After the last line; `lines` is how many lines there were.
     trace finish(std::size_t lines) {
         line_ = lines + 1;
-        if (records_ == 0) fail("expected header '" + std::string(header_text) + "', found end of file");
+        if (records_ == 0) fail("expected header '" + std::string(schema::header) + "', found end of file");
         if (records_ == 1) fail("expected 'config' record, found end of file");
         return std::move(trace_);
     }
@@ -265,44 +180,26 @@ private:
     [[noreturn]] void fail(std::string message) const { throw failure{line_, std::move(message)}; }
 
     void header(const std::vector<std::string_view>& fields) {
-        if (fields.size() != 2 || fields[0] != header_word || fields[1] != version_word)
-            fail("expected header '" + std::string(header_text) + "', found " + quote(joined(fields)));
+        if (fields.size() != 2 || fields[0] != schema::header_word || fields[1] != schema::version_word)
+            fail("expected header '" + std::string(schema::header) + "', found " + quote(joined(fields)));
         header_line_ = line_;
     }
 
     void config_record(const std::vector<std::string_view>& fields) {
-        if (fields[0] != "config") fail("expected 'config' record, found " + quote(joined(fields)));
+        if (fields[0] != schema::config_word) fail("expected 'config' record, found " + quote(joined(fields)));
         config_line_ = line_;
-        std::array<bool, config_keys.size()> seen{};
-        for (std::size_t i = 1; i < fields.size(); ++i) {
-            const auto [key, value] = key_value(fields[i]);
-            std::size_t index = 0;
-            while (index < config_keys.size() && config_keys[index].key != key) ++index;
-            if (index == config_keys.size()) fail("unknown config key " + quote(key));
-            if (seen[index]) fail("repeated key " + quote(key));
-            seen[index] = true;
-            const config_key& k = config_keys[index];
-            if (k.plain) {
-                trace_.config.*k.plain = number(value, key);
-            } else if (k.optional) {
-                trace_.config.*k.optional = number(value, key);
-            } else if (key == "policy") {
-                trace_.config.policy =
-                    name_value<core::fairness_policy>(value, key, fairness_policy_count);
-            } else {
-                trace_.config.idle_order = name_value<core::idle_order>(value, key, idle_order_count);
-            }
-        }
+        read_fields(trace_.config, schema::config_fields(), fields, 1, record_name{});
         if (auto why = core::validate(trace_.config)) fail("invalid config: " + *why);
     }
 
     void body(const std::vector<std::string_view>& fields) {
         const std::string_view first = fields[0];
-        if (first.front() == '@') return event_record(fields);
-        if (first == "=") return effect_record(fields);
-        if (first == "!") return error_record(fields);
-        if (first == "config") fail("repeated config record (first on line " + std::to_string(config_line_) + ")");
-        if (first == header_word)
+        if (first.front() == schema::event_mark) return event_record(fields);
+        if (first == schema::effect_mark) return effect_record(fields);
+        if (first == schema::error_mark) return error_record(fields);
+        if (first == schema::config_word)
+            fail("repeated config record (first on line " + std::to_string(config_line_) + ")");
+        if (first == schema::header_word)
             fail("repeated header (first on line " + std::to_string(header_line_) + ")");
         fail("unknown record " + quote(first) + ", expected '@NOW EVENT', '= EFFECT' or '! CODE'");
     }
@@ -320,15 +217,7 @@ private:
         const auto kind = parse_name<event_kind>(fields[1], core::event_kind_count);
         if (!kind) fail("unknown event " + quote(fields[1]));
         e.kind = *kind;
-        const std::string what = std::string("event ") + core::to_string(e.kind);
-        const field_values v = read_fields(fields, event_fields(e.kind), what);
-        e.waiter = v.get(field_id::waiter);
-        e.handle = v.get(field_id::handle);
-        if (v.has(field_id::deadline)) e.deadline = v.get(field_id::deadline);
-        if (v.has(field_id::weight)) e.weight = v.get(field_id::weight);
-        e.slot = static_cast<std::uint32_t>(v.get(field_id::slot));
-        e.lease = v.get(field_id::lease);
-        e.outcome = v.outcome;
+        read_fields(e, schema::fields_of(e.kind), fields, 2, record_name{"event", core::to_string(e.kind)});
         step s;
         s.event = e;
         s.line = line_;
@@ -344,13 +233,7 @@ private:
         const auto kind = parse_name<effect_kind>(fields[1], core::effect_kind_count);
         if (!kind) fail("unknown effect " + quote(fields[1]));
         core::effect f = core::effect::of(*kind);
-        const std::string what = std::string("effect ") + core::to_string(f.kind);
-        const field_values v = read_fields(fields, effect_fields(f.kind), what);
-        f.waiter = v.get(field_id::waiter);
-        f.slot = static_cast<std::uint32_t>(v.get(field_id::slot));
-        f.lease = v.get(field_id::lease);
-        f.rejected = v.rejected;
-        f.retired = v.retired;
+        read_fields(f, schema::fields_of(f.kind), fields, 2, record_name{"effect", core::to_string(f.kind)});
         s.effects.push_back(recorded_effect{f, line_});
     }
 
@@ -389,48 +272,49 @@ private:
         return value;
     }
 
-    template <typename E>
-    E name_value(std::string_view text, std::string_view key, int count) const {
-        const auto value = parse_name<E>(text, count);
-        if (!value) fail("bad value " + quote(text) + " for " + quote(key) + ", expected " + name_list<E>(count));
-        return *value;
+    // The value of a field of `kind`, as a u64 (an enumerator's index for a name).
+    std::uint64_t value(value_kind kind, std::string_view text, std::string_view key) const {
+        switch (kind) {
+            case value_kind::u64: return number(text, key);
+            case value_kind::slot: {
+                const std::uint64_t slot = number(text, key);
+                if (slot >= schema::slot_limit) fail("slot " + std::to_string(slot) + " out of range 0..65535");
+                return slot;
+            }
+            case value_kind::outcome:
+            case value_kind::reject_reason:
+            case value_kind::retire_reason:
+            case value_kind::policy:
+            case value_kind::idle_order: break;
+        }
+        const auto name = [kind](int i) { return schema::name_of(kind, static_cast<std::uint64_t>(i)); };
+        const auto index = find_name(text, schema::name_count(kind), name);
+        if (!index) fail("bad value " + quote(text) + " for " + quote(key) + ", expected " + name_list(kind));
+        return *index;
     }
 
-    // Reads fields[2…] as the key=value fields of `list`; `what` is "event release" etc.
-    field_values read_fields(const std::vector<std::string_view>& fields, const field_list& list,
-                             const std::string& what) const {
-        field_values v;
-        for (std::size_t i = 2; i < fields.size(); ++i) {
-            const auto [key, value] = key_value(fields[i]);
-            const field_spec* spec = nullptr;
-            for (std::size_t j = 0; j < list.size; ++j)
-                if (list.fields[j].key == key) spec = &list.fields[j];
-            if (!spec) fail("unknown key " + quote(key) + " for " + what);
-            const auto index = static_cast<std::size_t>(spec->id);
-            if (v.seen[index]) fail("repeated key " + quote(key));
-            v.seen[index] = true;
-            switch (spec->type) {
-                case value_type::number: v.number[index] = number(value, key); break;
-                case value_type::slot:
-                    v.number[index] = number(value, key);
-                    if (v.number[index] >= slot_limit)
-                        fail("slot " + std::to_string(v.number[index]) + " out of range 0..65535");
-                    break;
-                case value_type::outcome:
-                    v.outcome = name_value<core::release_outcome>(value, key, release_outcome_count);
-                    break;
-                case value_type::reject_reason:
-                    v.rejected = name_value<core::reject_reason>(value, key, core::reject_reason_count);
-                    break;
-                case value_type::retire_reason:
-                    v.retired = name_value<core::retire_reason>(value, key, core::retire_reason_count);
-                    break;
+    // Reads fields[first…], in any order, as key=value fields of `schema_fields` into
+    // `record`; refuses a key not among them, a repeated key, a bad value and, after the
+    // last field, a missing required one.
+    template <typename Record>
+    void read_fields(Record& record, std::span<const schema::field<Record>> schema_fields,
+                     const std::vector<std::string_view>& fields, std::size_t first, record_name what) const {
+        std::bitset<schema::max_fields> seen;
+        for (std::size_t i = first; i < fields.size(); ++i) {
+            const auto [key, text] = key_value(fields[i]);
+            std::size_t j = 0;
+            while (j < schema_fields.size() && schema_fields[j].key != key) ++j;
+            if (j == schema_fields.size()) {
+                if (!what.category) fail("unknown config key " + quote(key));
+                fail("unknown key " + quote(key) + " for " + what.text());
             }
+            if (seen[j]) fail("repeated key " + quote(key));
+            seen[j] = true;
+            schema_fields[j].set(record, value(schema_fields[j].kind, text, key));
         }
-        for (std::size_t j = 0; j < list.size; ++j)
-            if (list.fields[j].required && !v.has(list.fields[j].id))
-                fail("missing field " + quote(list.fields[j].key) + " for " + what);
-        return v;
+        for (std::size_t j = 0; j < schema_fields.size(); ++j)
+            if (schema_fields[j].required && !seen[j])
+                fail("missing field " + quote(schema_fields[j].key) + " for " + what.text());
     }
 
     trace trace_;
@@ -461,16 +345,16 @@ private:
     std::ios::iostate mask_;
 };
 
-}  // namespace
-
-read_result read(std::istream& in) {
+// Runs a reader over the lines of an input and turns what stops it into a read_error.
+// for_each_line(feed) calls feed(line) for every line, without its '\n', and returns
+// false if the input could not be read to its end.
+template <typename ForEachLine>
+read_result read_lines(ForEachLine for_each_line) {
     std::size_t lines = 0;
     try {
-        exception_mask_guard guard(in);
         reader r;
-        std::string text;
-        while (std::getline(in, text)) r.line(text, ++lines);
-        if (in.bad()) return read_error{lines + 1, "read error"};
+        const auto feed = [&r, &lines](std::string_view line) { r.line(line, ++lines); };
+        if (!for_each_line(feed)) return read_error{lines + 1, "read error"};
         return r.finish(lines);
     } catch (failure& f) {
         return read_error{f.line, std::move(f.message)};
@@ -479,22 +363,27 @@ read_result read(std::istream& in) {
     }
 }
 
+}  // namespace
+
+read_result read(std::istream& in) {
+    return read_lines([&in](const auto& feed) {
+        exception_mask_guard guard(in);
+        std::string text;
+        while (std::getline(in, text)) feed(text);
+        return !in.bad();
+    });
+}
+
 read_result read(const std::string& text) {
-    std::size_t lines = 0;
-    try {
-        reader r;
+    return read_lines([&text](const auto& feed) {
         std::string_view rest = text;
         while (!rest.empty()) {
             const std::size_t end = rest.find('\n');
-            r.line(rest.substr(0, end), ++lines);
+            feed(rest.substr(0, end));
             rest = end == std::string_view::npos ? std::string_view{} : rest.substr(end + 1);
         }
-        return r.finish(lines);
-    } catch (failure& f) {
-        return read_error{f.line, std::move(f.message)};
-    } catch (...) {  // out of memory
-        return read_error{lines == 0 ? 1 : lines, "out of memory"};
-    }
+        return true;
+    });
 }
 
 }  // namespace fairpool::trace

@@ -1,18 +1,19 @@
 #include "fairpool/trace/write.hpp"
 
 #include "fairpool/trace/format.hpp"
+#include "schema.hpp"
 
 namespace fairpool::trace {
 
 void write_header(std::ostream& out, const core::config& c) {
-    out << header << '\n' << format_canonical(c) << '\n';
+    out << schema::header << '\n' << format_canonical(c) << '\n';
 }
 
 void write_step(std::ostream& out, const core::event& e, std::span<const core::effect> effects,
                 core::event_error error) {
     out << format_line(e) << '\n';
-    for (const core::effect& f : effects) out << "= " << format(f) << '\n';
-    if (error != core::event_error::ok) out << "! " << core::to_string(error) << '\n';
+    for (const core::effect& f : effects) out << schema::effect_mark << ' ' << format(f) << '\n';
+    if (error != core::event_error::ok) out << schema::error_mark << ' ' << core::to_string(error) << '\n';
 }
 
 void write(std::ostream& out, const trace& t) {

@@ -18,14 +18,14 @@ inline constexpr int event_kind_count = 11;
 enum class release_outcome : std::uint8_t { clean, dirty };
 
 struct event {
-    event_kind kind = event_kind::tick;
     nanos now = 0;
     std::uint64_t waiter = 0;                 // acquire, cancel
     std::uint64_t handle = 0;                 // acquire, deregister
+    std::uint64_t lease = 0;                  // release
     std::optional<nanos> deadline;            // acquire
     std::optional<std::uint64_t> weight;      // acquire (1..65535)
     std::uint32_t slot = 0;                   // release, spawned, spawn_failed, retired, died
-    std::uint64_t lease = 0;                  // release
+    event_kind kind = event_kind::tick;
     release_outcome outcome = release_outcome::clean;  // release
 
     static event of(event_kind kind, nanos now) {
@@ -70,6 +70,8 @@ struct event {
 
     friend bool operator==(const event&, const event&) = default;
 };
+// Built for every command the adapter feeds the core: nine words, no padding holes.
+static_assert(sizeof(event) == 72);
 
 // Returned by step(); anything but `ok` means the event changed nothing.
 // Listed in the order the checks run.
@@ -98,10 +100,10 @@ enum class retire_reason : std::uint8_t { dirty, max_uses, max_lifetime, idle, d
 inline constexpr int retire_reason_count = 6;
 
 struct effect {
-    effect_kind kind = effect_kind::closed;
     std::uint64_t waiter = 0;  // grant, reject
-    std::uint32_t slot = 0;    // grant, spawn, retire, leak_suspected
     std::uint64_t lease = 0;   // grant, leak_suspected
+    std::uint32_t slot = 0;    // grant, spawn, retire, leak_suspected
+    effect_kind kind = effect_kind::closed;
     reject_reason rejected = reject_reason::saturated;  // reject
     retire_reason retired = retire_reason::dirty;       // retire
 
@@ -139,6 +141,8 @@ struct effect {
 
     friend bool operator==(const effect&, const effect&) = default;
 };
+// Three words: a step's effects are copied and scanned by every consumer.
+static_assert(sizeof(effect) == 24);
 
 // What one step produced: its error and, in contract order, its effects. A machine
 // hands this back only once its transition is complete; `effects` views the machine's

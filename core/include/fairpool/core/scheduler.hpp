@@ -52,20 +52,20 @@ public:
 
 private:
     struct slot_record {
-        slot_state state = slot_state::empty;
         nanos birth = 0;        // now of its `spawned`
         nanos idle_since = 0;   // now of the step it last became idle
         nanos granted_at = 0;   // now of the grant of the current lease
         std::uint64_t lease = 0;
         std::uint64_t uses = 0;  // grants since birth
+        slot_state state = slot_state::empty;
         bool leak_unreported = false;  // in unreported_leases_
     };
     struct waiter_record {
         std::uint64_t id = 0;
-        std::uint32_t handle = detail::no_index;  // index into handles_
         nanos deadline = never;
         nanos arrived_at = 0;
         std::uint64_t arrival = 0;  // admission order, ties deadlines
+        std::uint32_t handle = detail::no_index;  // index into handles_
     };
     struct handle_record {
         std::uint64_t id = 0;
@@ -73,6 +73,14 @@ private:
         std::uint64_t turn = 0;    // grants since it reached the front
         detail::list_ends waiters;  // FIFO, links in handle_links_
     };
+    // The tables hold max_slots and max_waiters of these: keep them to a few words.
+    static_assert(sizeof(slot_record) == 48);
+    static_assert(sizeof(waiter_record) == 40);
+    static_assert(sizeof(handle_record) == 40);
+    // Table indices are u32 with no_index as "none"; the id tables have
+    // bit_ceil(2 × entries) buckets, which must fit too.
+    static_assert(max_slots_limit < detail::no_index);
+    static_assert(2 * max_waiters_limit <= std::uint64_t{detail::no_index});
 
     [[nodiscard]] event_error validate(const event& e) const noexcept;
     [[nodiscard]] event_error validate_slot(const event& e, slot_state needed, event_error otherwise) const noexcept;
@@ -83,6 +91,9 @@ private:
     void report_leaks();
     void retire_aged_idle();
     void retire_idle_timeouts();
+    [[nodiscard]] nanos earliest_time_driven_work() const noexcept;
+    [[nodiscard]] nanos idle_timeout_due() const noexcept;
+    void due_no_later_than(nanos t) noexcept;
     // Step 3.
     void apply(const event& e);
     void acquire(const event& e);
@@ -117,8 +128,10 @@ private:
     void become_empty(std::uint32_t slot) noexcept;
     void retire_sorted_scratch(retire_reason why);
     [[nodiscard]] std::int64_t spawn_budget() const noexcept;
-    [[nodiscard]] std::uint64_t count(slot_state s) const noexcept;
-    [[nodiscard]] std::uint64_t live() const noexcept;
+    [[nodiscard]] std::uint64_t count(slot_state s) const noexcept { return stats_.slots[static_cast<int>(s)]; }
+    [[nodiscard]] std::uint64_t live() const noexcept {
+        return count(slot_state::idle) + count(slot_state::leased) + count(slot_state::spawning);
+    }
 
     void emit(const effect& f) noexcept;
 
@@ -128,9 +141,12 @@ private:
     bool closed_ = false;
     nanos now_ = 0;
     std::uint64_t last_lease_ = 0;
+    std::uint64_t highest_waiter_ = 0;   // of every valid acquire so far
     std::uint64_t arrivals_ = 0;
     std::uint64_t spawn_failures_in_a_row_ = 0;
     nanos backoff_end_ = 0;
+    nanos due_ = never;                  // no time-driven work is due before this (step 2)
+    bool spawn_inputs_changed_ = true;   // spawn planning may start a spawn (step 5)
     stats stats_;
     detail::bounded_vector<effect> effects_;  // of the current step, capacity max_effects_per_step
 

@@ -152,7 +152,6 @@ private:
     [[nodiscard]] std::uint64_t count(core::slot_state s) const;
     [[nodiscard]] std::uint64_t live_slots() const;
     [[nodiscard]] const waiter_info* find_live(std::uint64_t waiter) const;
-    [[nodiscard]] std::string describe(const core::effect& f) const;
     void breach(std::string message);
 
     core::config config_;

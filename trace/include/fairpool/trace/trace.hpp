@@ -12,6 +12,8 @@
 
 namespace fairpool::trace {
 
+inline constexpr const char* header = "fairpool-trace v1";  // the first record
+
 struct recorded_effect {
     core::effect effect;
     std::size_t line = 0;  // 1-based line in the source, 0 when not read from a file

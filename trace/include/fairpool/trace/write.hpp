@@ -9,8 +9,6 @@
 
 namespace fairpool::trace {
 
-inline constexpr const char* header = "fairpool-trace v1";
-
 void write_header(std::ostream& out, const core::config& c);
 void write_step(std::ostream& out, const core::event& e, std::span<const core::effect> effects,
                 core::event_error error);

@@ -7,16 +7,12 @@
 #include <memory>
 #include <utility>
 
+#include "fairpool/asio/fwd.hpp"
 #include "fairpool/core/event.hpp"
 
 namespace fairpool {
 
-namespace detail {
-template <class Resource>
-class pool_state;
-}
-
-template <class Resource>
+template <class Resource, class Clock, class WaitTraits>
 class lease {
 public:
     lease() noexcept = default;
@@ -53,11 +49,12 @@ public:
     [[nodiscard]] std::uint64_t id() const noexcept { return id_; }
 
 private:
-    friend class detail::pool_state<Resource>;
-    lease(std::shared_ptr<detail::pool_state<Resource>> state, std::uint32_t slot, std::uint64_t id) noexcept
+    using state_type = detail::pool_state<Resource, Clock, WaitTraits>;
+    friend state_type;
+    lease(std::shared_ptr<state_type> state, std::uint32_t slot, std::uint64_t id) noexcept
         : state_(std::move(state)), slot_(slot), id_(id) {}
 
-    std::shared_ptr<detail::pool_state<Resource>> state_;
+    std::shared_ptr<state_type> state_;
     std::uint32_t slot_ = 0;
     std::uint64_t id_ = 0;
     bool dirty_ = false;

@@ -13,6 +13,11 @@
 // void(error_code, lease<Resource>) for acquires and void(error_code, close_report) for
 // closes. The pool stays open while a pool or handle object exists; dropping the last
 // one shuts it down (leases may outlive it).
+//
+// The pool reads time from its Clock (std::chrono::steady_clock by default; any steady
+// std::chrono clock) and waits with boost::asio::basic_waitable_timer<Clock, WaitTraits>:
+// timeouts stay std::chrono durations, a close deadline is a Clock::time_point. A test
+// can give a clock it advances by hand (tests/adapter/manual_clock.hpp).
 #include <boost/asio/async_result.hpp>
 #include <chrono>
 #include <memory>
@@ -20,31 +25,29 @@
 #include "fairpool/asio/close_report.hpp"
 #include "fairpool/asio/detail/pool_state.hpp"
 #include "fairpool/asio/error.hpp"
+#include "fairpool/asio/fwd.hpp"
 #include "fairpool/asio/lease.hpp"
 #include "fairpool/asio/options.hpp"
 
 namespace fairpool {
 
-template <class Resource>
-class handle;
-
 namespace detail {
 
 // Shuts the pool down when the last pool or handle object goes.
-template <class Resource>
+template <class State>
 struct pool_owner {
-    explicit pool_owner(std::shared_ptr<pool_state<Resource>> s) noexcept : state(std::move(s)) {}
+    explicit pool_owner(std::shared_ptr<State> s) noexcept : state(std::move(s)) {}
     pool_owner(const pool_owner&) = delete;
     pool_owner& operator=(const pool_owner&) = delete;
     ~pool_owner() { state->request_shutdown(); }
-    std::shared_ptr<pool_state<Resource>> state;
+    std::shared_ptr<State> state;
 };
 
-template <class Resource>
+template <class State>
 struct acquire_initiation {
     template <class Handler>
-    void operator()(Handler&& handler, pool_state<Resource>* state, std::uint64_t handle,
-                    std::shared_ptr<typename pool_state<Resource>::handle_block> block, core::nanos deadline,
+    void operator()(Handler&& handler, State* state, std::uint64_t handle,
+                    std::shared_ptr<typename State::handle_block> block, core::nanos deadline,
                     std::uint32_t weight) const {
         state->start_acquire(std::decay_t<Handler>(std::forward<Handler>(handler)), handle, std::move(block),
                              deadline, weight);
@@ -54,24 +57,29 @@ struct acquire_initiation {
 }  // namespace detail
 
 
-template <class Resource>
+template <class Resource, class Clock, class WaitTraits>
 class pool {
+    using state_type = detail::pool_state<Resource, Clock, WaitTraits>;
+    using owner_type = detail::pool_owner<state_type>;
+
 public:
     using executor_type = boost::asio::any_io_executor;
     using resource_type = Resource;
-    using lease_type = lease<Resource>;
-    using handle_type = handle<Resource>;
-    using create_function = typename detail::pool_state<Resource>::create_function;
-    using close_function = typename detail::pool_state<Resource>::close_function;
-    using acquire_signature = void(boost::system::error_code, lease<Resource>);
+    using clock_type = Clock;
+    using time_point = typename Clock::time_point;
+    using lease_type = lease<Resource, Clock, WaitTraits>;
+    using handle_type = handle<Resource, Clock, WaitTraits>;
+    using create_function = typename state_type::create_function;
+    using close_function = typename state_type::close_function;
+    using acquire_signature = void(boost::system::error_code, lease_type);
     using close_signature = void(boost::system::error_code, close_report);
 
     // Throws core::config_error if the options are invalid. `create` makes a resource
     // (throw to fail: the scheduler backs off); `close`, if given, closes one gracefully
     // before it is dropped (bounded by options.retire_grace).
     pool(executor_type ex, const pool_options& options, create_function create, close_function close = {})
-        : owner_(std::make_shared<detail::pool_owner<Resource>>(std::make_shared<detail::pool_state<Resource>>(
-              std::move(ex), options, std::move(create), std::move(close)))) {
+        : owner_(std::make_shared<owner_type>(
+              std::make_shared<state_type>(std::move(ex), options, std::move(create), std::move(close)))) {
         owner_->state->start();
     }
 
@@ -91,14 +99,14 @@ public:
     }
 
     // Shut down and complete when the pool has closed: every lease back, every resource
-    // destroyed. With a deadline, may complete with error::timed_out and a report of
-    // what is still out; it can be called again.
+    // destroyed. With a deadline (a time of the pool's Clock), may complete with
+    // error::timed_out and a report of what is still out; it can be called again.
     template <class Token>
     auto async_close(Token&& token) {
         return close(std::nullopt, std::forward<Token>(token));
     }
     template <class Token>
-    auto async_close(std::chrono::steady_clock::time_point deadline, Token&& token) {
+    auto async_close(time_point deadline, Token&& token) {
         return close(deadline, std::forward<Token>(token));
     }
 
@@ -113,35 +121,38 @@ public:
     [[nodiscard]] std::weak_ptr<const void> lifetime() const noexcept { return owner_->state; }
 
 private:
-    friend class handle<Resource>;
+    friend handle_type;
 
-    [[nodiscard]] detail::pool_state<Resource>* state() const noexcept { return owner_->state.get(); }
+    [[nodiscard]] state_type* state() const noexcept { return owner_->state.get(); }
 
     template <class Token>
     auto initiate(core::nanos deadline, Token&& token) {
-        return boost::asio::async_initiate<Token, acquire_signature>(detail::acquire_initiation<Resource>{}, token,
+        return boost::asio::async_initiate<Token, acquire_signature>(detail::acquire_initiation<state_type>{}, token,
                                                                      state(), state()->new_handle_id(), nullptr,
                                                                      deadline, std::uint32_t{0});
     }
 
     template <class Token>
-    auto close(std::optional<std::chrono::steady_clock::time_point> deadline, Token&& token) {
+    auto close(std::optional<time_point> deadline, Token&& token) {
         return boost::asio::async_initiate<Token, close_signature>(
-            [](auto handler, detail::pool_state<Resource>* s, auto d) { s->start_close(std::move(handler), d); },
-            token, state(), deadline);
+            [](auto handler, state_type* s, auto d) { s->start_close(std::move(handler), d); }, token, state(),
+            deadline);
     }
 
-    std::shared_ptr<detail::pool_owner<Resource>> owner_;
+    std::shared_ptr<owner_type> owner_;
 };
 
 // A handle: the unit of fairness. Its waiters are served FIFO, and in round robin with
 // the other handles' (its weight is its turn). Destroying it rejects its queued waiters
 // with error::deregistered. Movable; holding one keeps the pool open.
-template <class Resource>
+template <class Resource, class Clock, class WaitTraits>
 class handle {
+    using state_type = detail::pool_state<Resource, Clock, WaitTraits>;
+    using owner_type = detail::pool_owner<state_type>;
+
 public:
-    using lease_type = lease<Resource>;
-    using acquire_signature = typename pool<Resource>::acquire_signature;
+    using lease_type = lease<Resource, Clock, WaitTraits>;
+    using acquire_signature = typename pool<Resource, Clock, WaitTraits>::acquire_signature;
 
     handle(handle&&) noexcept = default;
     handle& operator=(handle&& other) noexcept {
@@ -168,16 +179,16 @@ public:
     [[nodiscard]] std::uint64_t id() const noexcept { return id_; }
 
 private:
-    friend class pool<Resource>;
-    using block_type = typename detail::pool_state<Resource>::handle_block;
+    friend class pool<Resource, Clock, WaitTraits>;
+    using block_type = typename state_type::handle_block;
 
-    handle(std::shared_ptr<detail::pool_owner<Resource>> owner, std::uint32_t weight)
+    handle(std::shared_ptr<owner_type> owner, std::uint32_t weight)
         : owner_(std::move(owner)), block_(std::make_shared<block_type>()), id_(owner_->state->new_handle_id()),
           weight_(weight) {}
 
     template <class Token>
     auto initiate(core::nanos deadline, Token&& token) {
-        return boost::asio::async_initiate<Token, acquire_signature>(detail::acquire_initiation<Resource>{}, token,
+        return boost::asio::async_initiate<Token, acquire_signature>(detail::acquire_initiation<state_type>{}, token,
                                                                      owner_->state.get(), id_, block_, deadline,
                                                                      weight_);
     }
@@ -187,7 +198,7 @@ private:
         if (owner_ && block_->outstanding.load(std::memory_order_acquire) > 0) owner_->state->deregister(id_);
     }
 
-    std::shared_ptr<detail::pool_owner<Resource>> owner_;
+    std::shared_ptr<owner_type> owner_;
     std::shared_ptr<block_type> block_;
     std::uint64_t id_ = 0;
     std::uint32_t weight_ = 1;

@@ -43,8 +43,6 @@ public:
         --list.size;
     }
 
-    [[nodiscard]] std::uint32_t next(std::uint32_t i) const noexcept { return next_[i]; }
-
 private:
     std::vector<std::uint32_t> prev_;
     std::vector<std::uint32_t> next_;

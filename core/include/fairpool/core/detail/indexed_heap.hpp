@@ -22,7 +22,6 @@ public:
     explicit indexed_heap(std::uint32_t capacity) : heap_(capacity), position_(capacity, no_index) {}
 
     [[nodiscard]] bool empty() const noexcept { return heap_.empty(); }
-    [[nodiscard]] std::size_t size() const noexcept { return heap_.size(); }
     [[nodiscard]] bool contains(std::uint32_t item) const noexcept { return position_[item] != no_index; }
     [[nodiscard]] const entry& top() const noexcept {
         FAIRPOOL_ASSERT(!heap_.empty());

@@ -42,8 +42,6 @@ public:
             if (op != nullptr) f(std::exchange(op, nullptr));
     }
 
-    [[nodiscard]] std::uint32_t size() const noexcept { return ids_.size(); }
-
 private:
     core::detail::id_map ids_;
     std::vector<acquire_operation*> operations_;

@@ -2,7 +2,12 @@
 // The pool's actor: the one owner of the scheduler. Commands from any thread arrive in
 // fixed-capacity Boost.Lockfree queues; one drain at a time runs on the strand, reads
 // the clock once, feeds every command to the scheduler as an event and performs the
-// effects. One steady_timer, armed at the scheduler's next_deadline(), feeds ticks.
+// effects. One timer, armed at the scheduler's next_deadline(), feeds ticks.
+//
+// Time is the Clock's (std::chrono::steady_clock unless the pool is given another): the
+// scheduler's nanoseconds count from the pool's creation, and every timer (the
+// deadline timer, close deadlines, retire grace) is a basic_waitable_timer<Clock,
+// WaitTraits>, so a test's clock that it advances by hand drives all of them.
 //
 // Queue capacities (so that a command that cannot be refused never finds one full):
 //   acquires ..... L = max_waiters + mailbox_capacity outstanding acquires (admission)
@@ -15,6 +20,7 @@
 #include <boost/asio/append.hpp>
 #include <boost/asio/associated_cancellation_slot.hpp>
 #include <boost/asio/awaitable.hpp>
+#include <boost/asio/basic_waitable_timer.hpp>
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -25,7 +31,6 @@
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/lockfree/queue.hpp>
@@ -45,24 +50,25 @@
 #include "fairpool/asio/detail/stats_board.hpp"
 #include "fairpool/asio/detail/wake_flag.hpp"
 #include "fairpool/asio/error.hpp"
+#include "fairpool/asio/fwd.hpp"
 #include "fairpool/asio/options.hpp"
 #include "fairpool/core/scheduler.hpp"
 #include "fairpool/trace/format.hpp"
 #include "fairpool/trace/write.hpp"
 
-namespace fairpool {
-template <class Resource>
-class lease;
-}
-
 namespace fairpool::detail {
 
-template <class Resource>
-class pool_state final : public std::enable_shared_from_this<pool_state<Resource>>,
+template <class Resource, class Clock, class WaitTraits>
+class pool_state final : public std::enable_shared_from_this<pool_state<Resource, Clock, WaitTraits>>,
                          public abandonable {
+    static_assert(Clock::is_steady, "the scheduler's time must never go back: Clock must be steady");
+
 public:
     using executor_type = boost::asio::any_io_executor;
-    using lease_type = fairpool::lease<Resource>;
+    using clock_type = Clock;
+    using time_point = typename Clock::time_point;
+    using timer_type = boost::asio::basic_waitable_timer<Clock, WaitTraits>;
+    using lease_type = fairpool::lease<Resource, Clock, WaitTraits>;
     using create_function = std::function<boost::asio::awaitable<Resource>()>;
     using close_function = std::function<boost::asio::awaitable<void>(Resource&)>;
     using close_handler = boost::asio::any_completion_handler<void(boost::system::error_code, close_report)>;
@@ -77,7 +83,7 @@ public:
         : options_(checked(o)),
           executor_(std::move(ex)),
           strand_(make_actor_strand(executor_)),
-          epoch_(std::chrono::steady_clock::now()),
+          epoch_(Clock::now()),
           core_(options_.scheduler),
           limit_(static_cast<std::uint32_t>(options_.scheduler.max_waiters) + options_.mailbox_capacity),
           acquires_(limit_),
@@ -113,10 +119,9 @@ public:
     [[nodiscard]] std::uint64_t new_handle_id() noexcept { return next_handle_.fetch_add(1, std::memory_order_relaxed); }
     [[nodiscard]] Resource& resource(std::uint32_t slot) noexcept { return *resources_[slot]; }
 
-    // Nanoseconds since the pool was created: the scheduler's clock.
+    // Nanoseconds since the pool was created, by the Clock: the scheduler's clock.
     [[nodiscard]] core::nanos now() const noexcept {
-        return static_cast<core::nanos>(
-            std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - epoch_).count());
+        return static_cast<core::nanos>(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - epoch_).count());
     }
 
     [[nodiscard]] core::nanos deadline_after(std::chrono::nanoseconds timeout) const noexcept {
@@ -164,7 +169,7 @@ public:
     }
 
     template <class Handler>
-    void start_close(Handler&& handler, std::optional<std::chrono::steady_clock::time_point> deadline) {
+    void start_close(Handler&& handler, std::optional<time_point> deadline) {
         request_shutdown();
         post_to_actor([self = this->shared_from_this(), h = close_handler(std::forward<Handler>(handler)),
                        deadline]() mutable { self->add_close_waiter(std::move(h), deadline); });
@@ -208,7 +213,7 @@ private:
 
     struct close_waiter {
         close_handler handler;
-        std::unique_ptr<boost::asio::steady_timer> deadline;
+        std::unique_ptr<timer_type> deadline;
     };
 
     static pool_options checked(const pool_options& o) {
@@ -336,8 +341,9 @@ private:
         }
         // Made on first use: a pool whose waiters never have a deadline has no timer.
         if (!timer_) timer_.emplace(strand_);
-        timer_->expires_at(epoch_ + std::chrono::nanoseconds(static_cast<std::int64_t>(
-                                       std::min<core::nanos>(*deadline, std::numeric_limits<std::int64_t>::max()))));
+        timer_->expires_at(epoch_ + std::chrono::ceil<typename Clock::duration>(std::chrono::nanoseconds(
+                                        static_cast<std::int64_t>(std::min<core::nanos>(
+                                            *deadline, std::numeric_limits<std::int64_t>::max())))));
         timer_->async_wait([weak = this->weak_from_this(), deadline](const boost::system::error_code& ec) {
             auto self = weak.lock();
             if (!self || ec || self->armed_ != deadline) return;
@@ -375,7 +381,8 @@ private:
         self->resources_[slot].reset();
         if (resource && self->close_) {
             using namespace boost::asio::experimental::awaitable_operators;
-            boost::asio::steady_timer grace(co_await boost::asio::this_coro::executor, self->options_.retire_grace);
+            timer_type grace(co_await boost::asio::this_coro::executor,
+                             std::chrono::ceil<typename Clock::duration>(self->options_.retire_grace));
             try {
                 co_await (self->close_(*resource) || grace.async_wait(boost::asio::use_awaitable));
             } catch (...) {
@@ -393,11 +400,11 @@ private:
 
     // --- Close --------------------------------------------------------------------------
 
-    void add_close_waiter(close_handler h, std::optional<std::chrono::steady_clock::time_point> deadline) {
+    void add_close_waiter(close_handler h, std::optional<time_point> deadline) {
         if (closed_) return deliver_close(std::move(h), {});
         auto& waiter = close_waiters_.emplace_back(close_waiter{std::move(h), nullptr});
         if (!deadline) return;
-        waiter.deadline = std::make_unique<boost::asio::steady_timer>(strand_, *deadline);
+        waiter.deadline = std::make_unique<timer_type>(strand_, *deadline);
         waiter.deadline->async_wait([weak = this->weak_from_this(), at = &waiter](const boost::system::error_code& ec) {
             auto self = weak.lock();
             if (!self || ec) return;
@@ -436,8 +443,8 @@ private:
     const pool_options options_;
     executor_type executor_;
     executor_type strand_;  // the actor: a strand of the pool's executor
-    std::optional<boost::asio::steady_timer> timer_;  // armed at next_deadline()
-    const std::chrono::steady_clock::time_point epoch_;
+    std::optional<timer_type> timer_;  // armed at next_deadline()
+    const time_point epoch_;
 
     // Owned by the actor (touched only on the strand).
     core::scheduler core_;

@@ -1,0 +1,55 @@
+#!/usr/bin/env python3
+"""Instructions per iteration of the core's scenarios (bench/core_scenarios.hpp),
+counted by callgrind, as bench rows on stdout (one JSON object per line, like
+core_rows.py): {"scenario", "design": "fairpool", "metric", "value", "unit"}.
+
+Only calls of scheduler::step are counted (callgrind --toggle-collect), so building
+the events and reading the effects are left out; each scenario runs N and 2N
+iterations and the difference is divided by N, which also cancels the set-up steps.
+Instruction counts do not depend on the machine's load, unlike time.
+
+    bench/core_instructions.py BUILD_DIR [--iterations N]"""
+import json
+import re
+import subprocess
+import sys
+import tempfile
+
+SCENARIOS = [("cycle", []), ("queued_waiters", ["10"]), ("queued_waiters", ["1000"]),
+             ("queued_waiters", ["100000"]), ("active_handles", ["1"]), ("active_handles", ["100"]),
+             ("active_handles", ["10000"])]
+
+
+def collected(program, args):
+    with tempfile.NamedTemporaryFile() as out:
+        run = subprocess.run(["valgrind", "--tool=callgrind", "--toggle-collect=fairpool::core::scheduler::step*",
+                              f"--callgrind-out-file={out.name}", program, *args],
+                             capture_output=True, text=True, check=True)
+    match = re.search(r"Collected : (\d+)", run.stderr)
+    if not match:
+        sys.exit("core_instructions.py: no instruction count in callgrind's output:\n" + run.stderr)
+    return int(match.group(1))
+
+
+def main():
+    build = sys.argv[1]
+    n = int(sys.argv[sys.argv.index("--iterations") + 1]) if "--iterations" in sys.argv else 100_000
+    program = f"{build}/bench/core_instructions"
+    per = {}
+    for name, args in SCENARIOS:
+        once = collected(program, [name, *args, str(n)])
+        twice = collected(program, [name, *args, str(2 * n)])
+        key = name + ("/" + args[0] if args else "")
+        per[key] = (twice - once) / n
+        metric = "instructions_per_cycle" if name == "cycle" else "instructions_per_handoff"
+        print(json.dumps({"scenario": "core/" + key.replace("/", "="), "design": "fairpool",
+                          "metric": metric, "value": round(per[key], 1), "unit": "instructions"}))
+    for series in ("queued_waiters", "active_handles"):
+        values = [v for k, v in per.items() if k.startswith(series + "/")]
+        print(json.dumps({"scenario": "core/" + series, "design": "fairpool",
+                          "metric": "instructions_largest_over_smallest",
+                          "value": round(max(values) / min(values), 3), "unit": "ratio"}))
+
+
+if __name__ == "__main__":
+    main()

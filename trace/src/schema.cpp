@@ -1,0 +1,199 @@
+// The tables of trace format v1 (see schema.hpp).
+#include "schema.hpp"
+
+#include <array>
+#include <type_traits>
+
+namespace fairpool::trace::schema {
+
+namespace {
+
+using core::config;
+using core::effect;
+using core::event;
+
+// ---- Fields bound to members ---------------------------------------------------------
+
+template <typename T>
+struct is_optional : std::false_type {};
+template <typename T>
+struct is_optional<std::optional<T>> : std::true_type {};
+
+template <typename Member>
+struct member_pointer;
+template <typename Record, typename T>
+struct member_pointer<T Record::*> {
+    using record = Record;
+    using type = T;
+};
+
+// The kind follows from the member's type.
+template <typename T>
+constexpr value_kind kind_of() {
+    if constexpr (std::is_same_v<T, std::uint64_t> || std::is_same_v<T, std::optional<std::uint64_t>>)
+        return value_kind::u64;
+    else if constexpr (std::is_same_v<T, std::uint32_t>) return value_kind::slot;
+    else if constexpr (std::is_same_v<T, core::release_outcome>) return value_kind::outcome;
+    else if constexpr (std::is_same_v<T, core::reject_reason>) return value_kind::reject_reason;
+    else if constexpr (std::is_same_v<T, core::retire_reason>) return value_kind::retire_reason;
+    else if constexpr (std::is_same_v<T, core::fairness_policy>) return value_kind::policy;
+    else {
+        static_assert(std::is_same_v<T, core::idle_order>, "a member type with no value kind");
+        return value_kind::idle_order;
+    }
+}
+
+template <auto Member>
+using record_of = typename member_pointer<decltype(Member)>::record;
+template <auto Member>
+using type_of = typename member_pointer<decltype(Member)>::type;
+
+template <auto Member>
+std::optional<std::uint64_t> get(const record_of<Member>& r) {
+    if constexpr (is_optional<type_of<Member>>::value) return r.*Member;
+    else return static_cast<std::uint64_t>(r.*Member);
+}
+
+template <auto Member>
+void set(record_of<Member>& r, std::uint64_t value) {
+    if constexpr (is_optional<type_of<Member>>::value) r.*Member = value;
+    else r.*Member = static_cast<type_of<Member>>(value);
+}
+
+enum class presence : std::uint8_t { required, optional };
+
+// The field `key`, stored in `Member`. A std::optional member is an optional field (a
+// writer leaves it out when it is empty); a plain member is required of events and
+// effects, and optional only in the config line, where every key may be left out.
+template <auto Member, presence P = presence::required>
+constexpr field<record_of<Member>> field_of(std::string_view key) {
+    static_assert(P == presence::optional || !is_optional<type_of<Member>>::value,
+                  "a std::optional member is an optional field");
+    return {key, kind_of<type_of<Member>>(), P == presence::required, &get<Member>, &set<Member>};
+}
+
+// ---- Events ----------------------------------------------------------------------------
+
+constexpr auto event_waiter = field_of<&event::waiter>("waiter");
+constexpr auto event_handle = field_of<&event::handle>("handle");
+constexpr auto event_deadline = field_of<&event::deadline, presence::optional>("deadline");
+constexpr auto event_weight = field_of<&event::weight, presence::optional>("weight");
+constexpr auto event_slot = field_of<&event::slot>("slot");
+constexpr auto event_lease = field_of<&event::lease>("lease");
+constexpr auto event_outcome = field_of<&event::outcome>("outcome");
+
+constexpr std::array acquire_fields = {event_waiter, event_handle, event_deadline, event_weight};
+constexpr std::array cancel_fields = {event_waiter};
+constexpr std::array deregister_fields = {event_handle};
+constexpr std::array release_fields = {event_slot, event_lease, event_outcome};
+constexpr std::array slot_event_fields = {event_slot};  // spawned, spawn_failed, retired, died
+
+// ---- Effects ---------------------------------------------------------------------------
+
+constexpr auto effect_waiter = field_of<&effect::waiter>("waiter");
+constexpr auto effect_slot = field_of<&effect::slot>("slot");
+constexpr auto effect_lease = field_of<&effect::lease>("lease");
+constexpr auto effect_rejected = field_of<&effect::rejected>("reason");
+constexpr auto effect_retired = field_of<&effect::retired>("reason");
+
+constexpr std::array grant_fields = {effect_waiter, effect_slot, effect_lease};
+constexpr std::array reject_fields = {effect_waiter, effect_rejected};
+constexpr std::array spawn_fields = {effect_slot};
+constexpr std::array retire_fields = {effect_slot, effect_retired};
+constexpr std::array leak_suspected_fields = {effect_slot, effect_lease};
+
+// ---- Config ----------------------------------------------------------------------------
+
+// A config line may leave out any key.
+template <auto Member>
+constexpr field<config> config_key(std::string_view key) {
+    return field_of<Member, presence::optional>(key);
+}
+
+constexpr std::array config_keys = {
+    config_key<&config::max_slots>("max_slots"),
+    config_key<&config::min_slots>("min_slots"),
+    config_key<&config::max_waiters>("max_waiters"),
+    config_key<&config::max_waiters_per_handle>("max_waiters_per_handle"),
+    config_key<&config::policy>("policy"),
+    config_key<&config::idle_order>("idle_order"),
+    config_key<&config::acquire_timeout>("acquire_timeout"),
+    config_key<&config::idle_timeout>("idle_timeout"),
+    config_key<&config::max_lifetime>("max_lifetime"),
+    config_key<&config::max_uses>("max_uses"),
+    config_key<&config::spawn_backoff_initial>("spawn_backoff_initial"),
+    config_key<&config::spawn_backoff_max>("spawn_backoff_max"),
+    config_key<&config::max_concurrent_spawns>("max_concurrent_spawns"),
+    config_key<&config::leak_threshold>("leak_threshold"),
+};
+static_assert(config_keys.size() == max_fields);
+
+// ---- Names -----------------------------------------------------------------------------
+
+// core has no count for these three.
+constexpr int release_outcome_count = 2;
+constexpr int fairness_policy_count = 2;
+constexpr int idle_order_count = 2;
+
+}  // namespace
+
+std::span<const field<event>> fields_of(core::event_kind k) noexcept {
+    using core::event_kind;
+    switch (k) {
+        case event_kind::acquire: return acquire_fields;
+        case event_kind::cancel: return cancel_fields;
+        case event_kind::deregister: return deregister_fields;
+        case event_kind::release: return release_fields;
+        case event_kind::spawned:
+        case event_kind::spawn_failed:
+        case event_kind::retired:
+        case event_kind::died: return slot_event_fields;
+        case event_kind::start:
+        case event_kind::tick:
+        case event_kind::shutdown: break;
+    }
+    return {};
+}
+
+std::span<const field<effect>> fields_of(core::effect_kind k) noexcept {
+    using core::effect_kind;
+    switch (k) {
+        case effect_kind::grant: return grant_fields;
+        case effect_kind::reject: return reject_fields;
+        case effect_kind::spawn: return spawn_fields;
+        case effect_kind::retire: return retire_fields;
+        case effect_kind::leak_suspected: return leak_suspected_fields;
+        case effect_kind::closed: break;
+    }
+    return {};
+}
+
+std::span<const field<config>> config_fields() noexcept { return config_keys; }
+
+const char* name_of(value_kind kind, std::uint64_t index) noexcept {
+    switch (kind) {
+        case value_kind::outcome: return core::to_string(static_cast<core::release_outcome>(index));
+        case value_kind::reject_reason: return core::to_string(static_cast<core::reject_reason>(index));
+        case value_kind::retire_reason: return core::to_string(static_cast<core::retire_reason>(index));
+        case value_kind::policy: return core::to_string(static_cast<core::fairness_policy>(index));
+        case value_kind::idle_order: return core::to_string(static_cast<core::idle_order>(index));
+        case value_kind::u64:
+        case value_kind::slot: break;
+    }
+    return "?";
+}
+
+int name_count(value_kind kind) noexcept {
+    switch (kind) {
+        case value_kind::outcome: return release_outcome_count;
+        case value_kind::reject_reason: return core::reject_reason_count;
+        case value_kind::retire_reason: return core::retire_reason_count;
+        case value_kind::policy: return fairness_policy_count;
+        case value_kind::idle_order: return idle_order_count;
+        case value_kind::u64:
+        case value_kind::slot: break;
+    }
+    return 0;
+}
+
+}  // namespace fairpool::trace::schema

@@ -1,0 +1,56 @@
+#pragma once
+// The schema of trace format v1 (docs/CONTRACT.md, section 7), written once: the
+// record words, the fields of every event and effect in the order of the contract's
+// tables, and the config keys in table order. The reader (read.cpp) and the writer
+// (format.cpp) are both driven by it. Names of events, effects and enumerators are the
+// spellings core::to_string gives (core/src/names.cpp, core/src/config.cpp).
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string_view>
+
+#include "fairpool/core/config.hpp"
+#include "fairpool/core/event.hpp"
+#include "fairpool/trace/trace.hpp"
+
+namespace fairpool::trace::schema {
+
+inline constexpr std::string_view header = fairpool::trace::header;  // "fairpool-trace v1"
+inline constexpr std::string_view header_word = header.substr(0, header.find(' '));  // "fairpool-trace"
+inline constexpr std::string_view version_word = header.substr(header.find(' ') + 1);  // "v1"
+inline constexpr std::string_view config_word = "config";
+inline constexpr char event_mark = '@';              // "@NOW EVENT key=value…"
+inline constexpr std::string_view effect_mark = "=";  // "= EFFECT key=value…"
+inline constexpr std::string_view error_mark = "!";   // "! CODE"
+
+// How a field's value is spelled. A number is plain decimal; a slot is a number below
+// slot_limit; the others are enumerators, written by name.
+enum class value_kind : std::uint8_t { u64, slot, outcome, reject_reason, retire_reason, policy, idle_order };
+
+inline constexpr std::uint64_t slot_limit = 65536;  // slots are below this in any trace
+
+// One key=value field of a record. Values travel as u64: a number as itself, an
+// enumerator as its index.
+template <typename Record>
+struct field {
+    std::string_view key;
+    value_kind kind;
+    bool required;  // a reader refuses the record without it; a writer always writes it
+    // The value; empty when an optional field is not given.
+    std::optional<std::uint64_t> (*get)(const Record&);
+    void (*set)(Record&, std::uint64_t);
+};
+
+// Fields of each event and effect, in the order of the contract's tables.
+[[nodiscard]] std::span<const field<core::event>> fields_of(core::event_kind k) noexcept;
+[[nodiscard]] std::span<const field<core::effect>> fields_of(core::effect_kind k) noexcept;
+// The config keys of section 2, in table order; none is required.
+[[nodiscard]] std::span<const field<core::config>> config_fields() noexcept;
+inline constexpr std::size_t max_fields = 14;  // the longest list: the config's
+
+// Enumerator `index` of a kind written by name (not u64 or slot), as core::to_string spells it.
+[[nodiscard]] const char* name_of(value_kind kind, std::uint64_t index) noexcept;
+// How many enumerators a kind written by name has.
+[[nodiscard]] int name_count(value_kind kind) noexcept;
+
+}  // namespace fairpool::trace::schema
