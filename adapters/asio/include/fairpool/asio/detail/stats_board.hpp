@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstdint>
 #include <cstring>
+#include <thread>
 
 #include "fairpool/core/stats.hpp"
 
@@ -27,7 +28,12 @@ public:
 
     [[nodiscard]] core::stats read() const noexcept {
         std::array<std::uint64_t, words> raw;
-        for (;;) {
+        // Bound: an attempt fails only when a publish overlapped it, and the one writer
+        // publishes at most once per drain (a few dozen stores), so k failed attempts
+        // mean k overlapping publishes. Past spin_attempts in a row the reader yields
+        // between attempts, so a writer preempted mid-publish gets the CPU to finish.
+        for (std::uint32_t attempt = 0;; ++attempt) {
+            if (attempt >= spin_attempts) std::this_thread::yield();
             const std::uint64_t before = sequence_.load(std::memory_order_acquire);
             if (before % 2 != 0) continue;
             for (std::size_t i = 0; i < words; ++i) raw[i] = words_[i].load(std::memory_order_relaxed);
@@ -42,6 +48,7 @@ public:
 private:
     static_assert(std::is_trivially_copyable_v<core::stats> && sizeof(core::stats) % 8 == 0);
     static constexpr std::size_t words = sizeof(core::stats) / 8;
+    static constexpr std::uint32_t spin_attempts = 64;
     std::atomic<std::uint64_t> sequence_{0};
     std::array<std::atomic<std::uint64_t>, words> words_{};
 };
