@@ -291,6 +291,9 @@ TYPED_TEST(behaviour, max_lifetime_retires_an_idle_slot_when_it_ages) {
     EXPECT_EQ(d(E::tick(109)), effects{});
     EXPECT_EQ(d(E::tick(110)), (effects{"retire slot=0 reason=max_lifetime"}));
     EXPECT_EQ(d(E::retired(111, 0)), (effects{"spawn slot=0"}));
+    EXPECT_EQ(d(E::spawned(120, 0)), effects{});  // the new resource ages from 120
+    EXPECT_EQ(d.machine().next_deadline(), std::optional<core::nanos>(220));
+    EXPECT_EQ(d(E::tick(220)), (effects{"retire slot=0 reason=max_lifetime"}));
 }
 
 TYPED_TEST(behaviour, died_for_a_slot_that_step_2_retires_changes_nothing_more) {
@@ -403,6 +406,16 @@ TYPED_TEST(behaviour, spawns_one_per_unserved_waiter_up_to_max_concurrent_spawns
     EXPECT_EQ(d(E::spawned(4, 0)), (effects{"grant waiter=1 slot=0 lease=1", "spawn slot=2"}));
 }
 
+TYPED_TEST(behaviour, prewarm_starts_the_next_spawn_as_each_one_completes) {
+    auto c = this->slots(3, 3);
+    c.max_concurrent_spawns = 1;
+    driver<TypeParam> d(c);
+    EXPECT_EQ(d(E::start(0)), (effects{"spawn slot=0"}));
+    EXPECT_EQ(d(E::spawned(1, 0)), (effects{"spawn slot=1"}));
+    EXPECT_EQ(d(E::spawned(2, 1)), (effects{"spawn slot=2"}));
+    EXPECT_EQ(d(E::spawned(3, 2)), effects{});
+}
+
 TYPED_TEST(behaviour, max_concurrent_spawns_above_max_slots_allows_every_slot) {
     auto c = this->slots(2, 2);
     c.max_concurrent_spawns = core::never;
@@ -495,17 +508,6 @@ TYPED_TEST(behaviour, next_deadline_leaves_out_times_that_would_do_no_work) {
     EXPECT_EQ(d.machine().next_deadline(), std::nullopt);  // the backoff's end would start no spawn
 }
 
-TYPED_TEST(behaviour, next_deadline_leaves_out_the_backoff_while_shutting_down) {
-    auto c = this->slots(2, 1);
-    c.spawn_backoff_initial = 100;
-    driver<TypeParam> d(c);
-    EXPECT_EQ(d(E::start(0)), (effects{"spawn slot=0"}));
-    EXPECT_EQ(d(E::spawn_failed(1, 0)), effects{});
-    EXPECT_EQ(d.machine().next_deadline(), std::optional<core::nanos>(101));  // to restore min_slots
-    EXPECT_EQ(d(E::shutdown(2)), (effects{"closed"}));
-    EXPECT_EQ(d.machine().next_deadline(), std::nullopt);
-}
-
 TYPED_TEST(behaviour, died_idle_slot_is_replaced) {
     driver<TypeParam> d(this->slots(2, 1));
     EXPECT_EQ(d(E::start(0)), (effects{"spawn slot=0"}));
@@ -547,6 +549,17 @@ TYPED_TEST(behaviour, leaks_found_in_one_step_are_reported_by_slot_index) {
     EXPECT_EQ(d(E::acquire(10, 1, 1)), (effects{"grant waiter=1 slot=1 lease=1"}));
     EXPECT_EQ(d(E::acquire(20, 2, 1)), (effects{"grant waiter=2 slot=0 lease=2"}));
     EXPECT_EQ(d(E::tick(100)), (effects{"leak_suspected slot=0 lease=2", "leak_suspected slot=1 lease=1"}));
+}
+
+TYPED_TEST(behaviour, each_lease_is_reported_when_it_reaches_the_leak_threshold) {
+    auto c = this->slots(2, 2);
+    c.leak_threshold = 50;
+    auto d = this->warm(c);
+    EXPECT_EQ(d(E::acquire(10, 1, 1)), (effects{"grant waiter=1 slot=1 lease=1"}));
+    EXPECT_EQ(d(E::acquire(30, 2, 1)), (effects{"grant waiter=2 slot=0 lease=2"}));
+    EXPECT_EQ(d(E::tick(60)), (effects{"leak_suspected slot=1 lease=1"}));
+    EXPECT_EQ(d.machine().next_deadline(), std::optional<core::nanos>(80));
+    EXPECT_EQ(d(E::tick(80)), (effects{"leak_suspected slot=0 lease=2"}));
 }
 
 TYPED_TEST(behaviour, shutdown_in_the_step_of_a_leak_report_retires_only_the_idle_slots) {
