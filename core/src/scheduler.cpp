@@ -353,9 +353,10 @@ void scheduler::plan_spawns() {
         set_state(s, slot_state::spawning);
         ++stats_.spawns;
         emit(effect::spawn(s));
-        // One more slot is live: the oldest idle slot may now be above min_slots.
-        if (config_.idle_timeout > 0 && !idle_order_.empty()) due_no_later_than(idle_timeout_due());
     }
+    // A spawn makes one more slot live, yet never lets an idle slot reach its
+    // idle_timeout sooner: with an idle slot nobody waits (step 4), so spawns only
+    // restore min_slots, and `live` does not rise above it (due_ stays a lower bound).
     spawn_inputs_changed_ = false;
 }
 
