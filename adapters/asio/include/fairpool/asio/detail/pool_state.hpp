@@ -40,6 +40,7 @@
 #include <list>
 #include <memory>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "fairpool/asio/close_report.hpp"
@@ -296,7 +297,17 @@ private:
         if (options_.recorder && !r.ok()) *options_.recorder << "! " << core::to_string(r.error) << '\n';
         FAIRPOOL_ASSERT(r.ok());  // the actor only sends valid events
         // The core's transition is complete: only now does anything act on its effects.
+        // A step that completes an acquire publishes the counters first, so that its
+        // handler (possibly on another thread at once) never reads counters that lag
+        // its own outcome; the drain publishes once more at its end.
+        if (completes_an_acquire(r.effects)) stats_.publish(core_.counters());
         for (const core::effect& f : r.effects) perform(f);
+    }
+
+    static bool completes_an_acquire(std::span<const core::effect> effects) noexcept {
+        for (const core::effect& f : effects)
+            if (f.kind == core::effect_kind::grant || f.kind == core::effect_kind::reject) return true;
+        return false;
     }
 
     void perform(const core::effect& f) {
