@@ -34,6 +34,7 @@
 #include <boost/asio/strand.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/lockfree/queue.hpp>
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <functional>
@@ -305,9 +306,9 @@ private:
     }
 
     static bool completes_an_acquire(std::span<const core::effect> effects) noexcept {
-        for (const core::effect& f : effects)
-            if (f.kind == core::effect_kind::grant || f.kind == core::effect_kind::reject) return true;
-        return false;
+        return std::ranges::any_of(effects, [](const core::effect& f) {
+            return f.kind == core::effect_kind::grant || f.kind == core::effect_kind::reject;
+        });
     }
 
     void perform(const core::effect& f) {
