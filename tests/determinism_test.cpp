@@ -3,23 +3,17 @@
 // effect streams for the same random event sequence.
 #include <gtest/gtest.h>
 
+#include <sstream>
 #include <string>
 
 #include "fairpool/core/scheduler.hpp"
 #include "fairpool/model/reference_model.hpp"
-#include "fairpool/trace/format.hpp"
+#include "fairpool/trace/write.hpp"
 #include "support/event_generator.hpp"
 #include "support/seeded_choices.hpp"
 
 namespace fairpool::testing {
 namespace {
-
-// The trace text of one step: its event, then its effects or its error.
-void append_step(std::string& text, const core::event& e, const core::step_result& r) {
-    text += trace::format_line(e) + "\n";
-    for (const core::effect& f : r.effects) text += "= " + trace::format(f) + "\n";
-    if (!r.ok()) text += std::string("! ") + core::to_string(r.error) + "\n";
-}
 
 core::config busy_config() {
     core::config c;
@@ -51,9 +45,12 @@ std::vector<core::event> record_events(const core::config& c, std::uint64_t seed
 
 template <class Machine>
 std::string replay(Machine machine, const std::vector<core::event>& events) {
-    std::string text;
-    for (const core::event& e : events) append_step(text, e, machine.step(e));
-    return text;
+    std::ostringstream text;
+    for (const core::event& e : events) {
+        const core::step_result r = machine.step(e);
+        trace::write_step(text, e, r.effects, r.error);
+    }
+    return text.str();
 }
 
 TEST(determinism, same_events_give_byte_identical_effects) {

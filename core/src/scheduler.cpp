@@ -83,12 +83,13 @@ step_result scheduler::step(const event& e) {
     if (const event_error error = validate(e); error != event_error::ok) return {error, {}};
     now_ = e.now;
     if (e.kind == event_kind::start) started_ = true;
-    // Each phase is entered only when it can do something (the phases check it too).
-    if (reached(due_, now_)) expire();
+    // Each phase returns at once when it has nothing to do (expire and plan_spawns by
+    // a cached bound or flag, so a steady-state step skips their work).
+    expire();
     apply(e);
-    if (!idle_order_.empty() && !arrivals_order_.empty()) hand_out();
-    if (spawn_inputs_changed_) plan_spawns();
-    if (shutting_down_) close_if_done();
+    hand_out();
+    plan_spawns();
+    close_if_done();
     FAIRPOOL_DEBUG_ASSERT(idle_order_.empty() || arrivals_order_.empty());  // invariant 6
     FAIRPOOL_DEBUG_ASSERT(stats_.queued_waiters == arrivals_order_.size);
     FAIRPOOL_DEBUG_ASSERT(stats_.queued_waiters <= config_.max_waiters);

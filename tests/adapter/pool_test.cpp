@@ -5,6 +5,7 @@
 // the default steady_clock pool. No test sleeps or reads the time: every deadline
 // expires when the test advances the manual clock past it.
 #include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/bind_executor.hpp>
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -417,6 +418,53 @@ TEST_F(adapter, a_zero_timeout_is_rejected_at_once_unless_a_slot_is_idle) {
     settle();
     EXPECT_FALSE(idle.ec);
     EXPECT_TRUE(idle.lease);
+}
+
+// A handler's executor that reads the pool's counters at the moment a completion is
+// posted to it, then runs the completion on the io_context (never inline).
+struct counters_at_post_executor {
+    boost::asio::io_context::executor_type inner;
+    const test_pool* pool;
+    std::vector<core::stats>* seen;
+
+    boost::asio::execution_context& query(boost::asio::execution::context_t) const noexcept {
+        return inner.context();
+    }
+    static constexpr boost::asio::execution::blocking_t query(boost::asio::execution::blocking_t) noexcept {
+        return boost::asio::execution::blocking.never;
+    }
+    counters_at_post_executor require(boost::asio::execution::blocking_t::never_t) const noexcept { return *this; }
+    template <class F>
+    void execute(F&& f) const {
+        seen->push_back(pool->stats());
+        boost::asio::require(inner, boost::asio::execution::blocking.never).execute(std::forward<F>(f));
+    }
+    friend bool operator==(const counters_at_post_executor& a, const counters_at_post_executor& b) noexcept {
+        return a.inner == b.inner && a.pool == b.pool && a.seen == b.seen;
+    }
+    friend bool operator!=(const counters_at_post_executor& a, const counters_at_post_executor& b) noexcept {
+        return !(a == b);
+    }
+};
+
+TEST_F(adapter, counters_count_a_completion_before_it_is_posted) {
+    auto pool = make_pool(options(1, 1));
+    settle();
+    std::vector<core::stats> seen;
+    const counters_at_post_executor ex{io.get_executor(), pool.get(), &seen};
+    outcome granted, rejected;
+    pool->async_acquire(boost::asio::bind_executor(ex, record(granted)));
+    settle();
+    pool->async_acquire(0ns, boost::asio::bind_executor(ex, record(rejected)));
+    settle();
+    ASSERT_TRUE(granted.done && rejected.done);
+    EXPECT_FALSE(granted.ec);
+    EXPECT_EQ(rejected.ec, make_error_code(error::timeout));
+    ASSERT_EQ(seen.size(), 2u);
+    EXPECT_EQ(seen[0].grants_immediate, 1u);
+    EXPECT_EQ(seen[0].acquires, 1u);
+    EXPECT_EQ(seen[1].rejections[static_cast<int>(core::reject_reason::timeout)], 1u);
+    EXPECT_EQ(seen[1].acquires, 2u);
 }
 
 TEST_F(adapter, a_resource_whose_close_hangs_is_dropped_after_retire_grace) {

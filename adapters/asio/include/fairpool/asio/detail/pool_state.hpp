@@ -55,7 +55,6 @@
 #include "fairpool/asio/fwd.hpp"
 #include "fairpool/asio/options.hpp"
 #include "fairpool/core/scheduler.hpp"
-#include "fairpool/trace/format.hpp"
 #include "fairpool/trace/write.hpp"
 
 namespace fairpool::detail {
@@ -293,16 +292,23 @@ private:
     }
 
     void feed(const core::event& e) {
-        if (options_.recorder) *options_.recorder << trace::format_line(e) << '\n';
         const core::step_result r = core_.step(e);
-        if (options_.recorder && !r.ok()) *options_.recorder << "! " << core::to_string(r.error) << '\n';
+        if (options_.recorder) trace::write_step(*options_.recorder, e, r.effects, r.error);
         FAIRPOOL_ASSERT(r.ok());  // the actor only sends valid events
+        counters_unpublished_ = true;
         // The core's transition is complete: only now does anything act on its effects.
         // A step that completes an acquire publishes the counters first, so that its
         // handler (possibly on another thread at once) never reads counters that lag
-        // its own outcome; the drain publishes once more at its end.
-        if (completes_an_acquire(r.effects)) stats_.publish(core_.counters());
+        // its own outcome.
+        if (completes_an_acquire(r.effects)) publish_counters();
         for (const core::effect& f : r.effects) perform(f);
+    }
+
+    // Once per drain, or earlier for a step that completes an acquire; never twice for
+    // the same counters.
+    void publish_counters() noexcept {
+        stats_.publish(core_.counters());
+        counters_unpublished_ = false;
     }
 
     static bool completes_an_acquire(std::span<const core::effect> effects) noexcept {
@@ -312,7 +318,6 @@ private:
     }
 
     void perform(const core::effect& f) {
-        if (options_.recorder) *options_.recorder << "= " << trace::format(f) << '\n';
         switch (f.kind) {
             case core::effect_kind::grant: operations_.take(f.waiter)->complete({}, f.slot, f.lease); break;
             case core::effect_kind::reject: operations_.take(f.waiter)->complete(rejection(f.rejected), 0, 0); break;
@@ -339,7 +344,7 @@ private:
     // After the events of a drain or a tick: one timer, the stats, the close waiters.
     void after_events() {
         arm_timer();
-        stats_.publish(core_.counters());
+        if (counters_unpublished_) publish_counters();
         if (closed_) complete_close_waiters();
     }
 
@@ -463,6 +468,7 @@ private:
     core::nanos drain_now_ = 0;
     std::optional<core::nanos> armed_;
     bool shutdown_fed_ = false;
+    bool counters_unpublished_ = false;  // a step ran since the last publish
     bool closed_ = false;
     std::list<close_waiter> close_waiters_;
 
