@@ -83,13 +83,13 @@ step_result scheduler::step(const event& e) {
     if (const event_error error = validate(e); error != event_error::ok) return {error, {}};
     now_ = e.now;
     if (e.kind == event_kind::start) started_ = true;
-    // Each phase returns at once when it has nothing to do (expire and plan_spawns by
-    // a cached bound or flag, so a steady-state step skips their work).
-    expire();
+    // A phase is entered only when it can do something: the gates live here, once (a
+    // steady-state step skips the calls; the phases assert them).
+    if (reached(due_, now_)) expire();
     apply(e);
-    hand_out();
-    plan_spawns();
-    close_if_done();
+    if (!idle_order_.empty() && !arrivals_order_.empty()) hand_out();
+    if (spawn_inputs_changed_) plan_spawns();
+    if (shutting_down_) close_if_done();
     FAIRPOOL_DEBUG_ASSERT(idle_order_.empty() || arrivals_order_.empty());  // invariant 6
     FAIRPOOL_DEBUG_ASSERT(stats_.queued_waiters == arrivals_order_.size);
     FAIRPOOL_DEBUG_ASSERT(stats_.queued_waiters <= config_.max_waiters);
@@ -138,7 +138,7 @@ event_error scheduler::validate_slot(const event& e, slot_state needed, event_er
 // work can be due (raised to the exact earliest after each run, lowered whenever a
 // deadline, a lease, an idle slot or a spawn makes something due sooner).
 void scheduler::expire() {
-    if (!reached(due_, now_)) return;
+    FAIRPOOL_DEBUG_ASSERT(reached(due_, now_));
     expire_waiters();
     report_leaks();
     retire_aged_idle();
@@ -346,7 +346,8 @@ std::uint32_t scheduler::next_waiter() const noexcept {
 // (spawn_inputs_changed_); inside a backoff it stays pending until the backoff ends.
 // After a run the budget is ≤ 0, and it stays so until such an input changes.
 void scheduler::plan_spawns() {
-    if (!spawn_inputs_changed_ || shutting_down_ || !reached(backoff_end_, now_)) return;
+    FAIRPOOL_DEBUG_ASSERT(spawn_inputs_changed_);
+    if (shutting_down_ || !reached(backoff_end_, now_)) return;
     // Bound: spawn_budget() ≤ empty slots ≤ max_slots.
     for (std::int64_t n = spawn_budget(); n > 0; --n) {
         const std::uint32_t s = empty_slots_.pop();
@@ -374,7 +375,8 @@ std::int64_t scheduler::spawn_budget() const noexcept {
 }
 
 void scheduler::close_if_done() {
-    if (!shutting_down_ || closed_ || count(slot_state::empty) != config_.max_slots) return;
+    FAIRPOOL_DEBUG_ASSERT(shutting_down_);
+    if (closed_ || count(slot_state::empty) != config_.max_slots) return;
     FAIRPOOL_ASSERT(arrivals_order_.empty());
     FAIRPOOL_ASSERT(stats_.queued_waiters == 0 && stats_.active_handles == 0);
     closed_ = true;
