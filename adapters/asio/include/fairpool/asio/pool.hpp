@@ -114,10 +114,14 @@ public:
     [[nodiscard]] core::stats stats() const noexcept { return state()->stats(); }
     [[nodiscard]] executor_type get_executor() const noexcept { return state()->get_executor(); }
 
-    // Diagnostics. Drains posted to the pool's strand so far (wake-ups are coalesced,
-    // so this grows by at most one per command); and an observer of the pool's shared
+    // Diagnostics. Drains posted to the pool's executor so far (wake-ups are coalesced,
+    // so this grows by at most one per command), drains run (inline in an initiating
+    // function or a release on the pool's executor, or posted), and commands fed to the
+    // scheduler (their ratio: commands per drain); and an observer of the pool's shared
     // state, which expires once the pool, its handles and leases are all gone.
     [[nodiscard]] std::uint64_t drains_posted() const noexcept { return state()->drains_posted(); }
+    [[nodiscard]] std::uint64_t drains_run() const noexcept { return state()->drains_run(); }
+    [[nodiscard]] std::uint64_t commands_fed() const noexcept { return state()->commands_fed(); }
     [[nodiscard]] std::weak_ptr<const void> lifetime() const noexcept { return owner_->state; }
 
 private:

@@ -8,7 +8,9 @@
 #include <boost/asio/associated_allocator.hpp>
 #include <boost/asio/associated_cancellation_slot.hpp>
 #include <boost/asio/associated_executor.hpp>
+#include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/recycling_allocator.hpp>
 #include <boost/system/error_code.hpp>
@@ -79,7 +81,7 @@ template <class Handler>
 using handler_allocator_t = boost::asio::associated_allocator_t<Handler, boost::asio::recycling_allocator<void>>;
 
 // State: the pool's actor type; it provides get_executor(), lease_type, handle_block,
-// make_lease(slot, lease) and operation_delivered(block). Handler: void(error_code, lease_type).
+// make_lease(state, slot, lease) (static) and operation_delivered(block). Handler: void(error_code, lease_type).
 template <class State, class Handler>
 class typed_acquire_operation final : public acquire_operation {
 public:
@@ -165,18 +167,20 @@ private:
             Handler handler(std::move(o->handler_));
             std::shared_ptr<State> state(std::move(o->state_));
             std::shared_ptr<typename State::handle_block> block(std::move(o->block_));
-            auto result = ec ? typename State::lease_type() : state->make_lease(slot, lease);
             {
                 auto work = std::move(o->work_);
                 o->~typed_acquire_operation();
                 deallocate(alloc, o);
             }
             state->operation_delivered(block.get());
-            // Drop our reference before the upcall: a handler on a foreign executor (the
-            // system executor of use_future, say) may complete after the pool's owner let
-            // go of everything; the last reference must not die on this thread later.
-            state.reset();
             block.reset();
+            // The operation's reference to the pool moves into the lease; a rejection drops
+            // it before the upcall: a handler on a foreign executor (the system executor
+            // of use_future, say) may complete after the pool's owner let go of
+            // everything; the last reference must not die on this thread later.
+            typename State::lease_type result;
+            if (!ec) result = State::make_lease(std::move(state), slot, lease);
+            state.reset();
             std::move(handler)(ec, std::move(result));
         }
     };
@@ -202,6 +206,11 @@ private:
                             std::uint64_t lease) {
         auto* op = static_cast<typed_acquire_operation*>(base);
         const auto executor = op->work_.get_executor();
+        // Through the concrete executor when a type-erased one holds an io_context's.
+        if constexpr (std::is_same_v<executor_type, boost::asio::any_io_executor>) {
+            if (const auto* io = executor.template target<boost::asio::io_context::executor_type>())
+                return boost::asio::post(*io, delivery{op, ec, slot, lease});
+        }
         boost::asio::post(executor, delivery{op, ec, slot, lease});
     }
 

@@ -1,6 +1,7 @@
 #pragma once
-// The scheduler's counters, published by the actor after each drain and readable from
-// any thread without a lock (a sequence lock over relaxed atomic words).
+// The scheduler's counters, published by the actor after each drain (and before it
+// posts a completion) and readable from any thread without a lock (a sequence lock over
+// relaxed atomic words). One writer at a time: the drain holding the actor.
 #include <array>
 #include <atomic>
 #include <cstdint>
@@ -13,15 +14,28 @@ namespace fairpool::detail {
 
 class stats_board {
 public:
+    // Stores only the groups of 8 words that differ from what was last published, and
+    // nothing (not even the sequence) when nothing changed: a cycle changes a few
+    // counters, gauges and one histogram bucket out of ~90 words.
     void publish(const core::stats& s) noexcept {
-        const auto* raw = reinterpret_cast<const unsigned char*>(&s);
+        std::array<std::uint64_t, padded_words> next{};
+        std::memcpy(next.data(), &s, sizeof s);
+        std::uint32_t changed = 0;  // a bit per group
+        for (std::size_t g = 0; g < groups; ++g) {
+            std::uint64_t diff = 0;
+            for (std::size_t j = 0; j < group_words; ++j) diff |= next[g * group_words + j] ^ shadow_[g * group_words + j];
+            changed |= static_cast<std::uint32_t>(diff != 0) << g;
+        }
+        if (changed == 0) return;
         const std::uint64_t seq = sequence_.load(std::memory_order_relaxed);
         sequence_.store(seq + 1, std::memory_order_relaxed);
         std::atomic_thread_fence(std::memory_order_release);
-        for (std::size_t i = 0; i < words; ++i) {
-            std::uint64_t word;
-            std::memcpy(&word, raw + i * 8, 8);
-            words_[i].store(word, std::memory_order_relaxed);
+        for (std::size_t g = 0; g < groups; ++g) {
+            if ((changed & (1U << g)) == 0) continue;
+            for (std::size_t i = g * group_words; i < (g + 1) * group_words; ++i) {
+                words_[i].store(next[i], std::memory_order_relaxed);
+                shadow_[i] = next[i];
+            }
         }
         sequence_.store(seq + 2, std::memory_order_release);
     }
@@ -48,9 +62,14 @@ public:
 private:
     static_assert(std::is_trivially_copyable_v<core::stats> && sizeof(core::stats) % 8 == 0);
     static constexpr std::size_t words = sizeof(core::stats) / 8;
+    static constexpr std::size_t group_words = 8;
+    static constexpr std::size_t groups = (words + group_words - 1) / group_words;
+    static constexpr std::size_t padded_words = groups * group_words;
+    static_assert(groups <= 32);
     static constexpr std::uint32_t spin_attempts = 64;
     std::atomic<std::uint64_t> sequence_{0};
-    std::array<std::atomic<std::uint64_t>, words> words_{};
+    std::array<std::atomic<std::uint64_t>, padded_words> words_{};  // the padding stays 0
+    std::array<std::uint64_t, padded_words> shadow_{};  // what words_ holds (the writer's copy)
 };
 
 }  // namespace fairpool::detail

@@ -1,0 +1,109 @@
+#pragma once
+// The callers of async_close waiting for the pool to close: outside the actor, behind a
+// mutex of their own (a close is rare, and neither acquires nor releases ever take it).
+// The actor calls closed() once, after it published the counters of the step that
+// closed the pool; a waiter's deadline timer completes it with error::timed_out and a
+// report of what is still out, read from the published counters.
+#include <boost/asio/any_completion_handler.hpp>
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/append.hpp>
+#include <boost/asio/basic_waitable_timer.hpp>
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/post.hpp>
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <utility>
+
+#include "fairpool/asio/close_report.hpp"
+#include "fairpool/asio/detail/stats_board.hpp"
+#include "fairpool/asio/error.hpp"
+
+namespace fairpool::detail {
+
+template <class Clock, class WaitTraits>
+class closing {
+public:
+    using timer_type = boost::asio::basic_waitable_timer<Clock, WaitTraits>;
+    using time_point = typename Clock::time_point;
+    using close_handler = boost::asio::any_completion_handler<void(boost::system::error_code, close_report)>;
+
+    closing(boost::asio::any_io_executor ex, const stats_board& stats) : executor_(std::move(ex)), stats_(stats) {}
+
+    // `self` is this object, kept weakly by the deadline timer.
+    void add(const std::weak_ptr<closing>& self, close_handler h, std::optional<time_point> deadline) {
+        std::unique_lock lock(mutex_);
+        if (closed_) {
+            lock.unlock();
+            return deliver(std::move(h), {});
+        }
+        waiter& w = waiters_.emplace_back(waiter{++last_id_, std::move(h), nullptr});
+        if (!deadline) return;
+        w.deadline = std::make_unique<timer_type>(executor_, *deadline);
+        w.deadline->async_wait([self, id = w.id](const boost::system::error_code& ec) {
+            if (ec) return;
+            if (auto alive = self.lock()) alive->expire(id);
+        });
+    }
+
+    // The pool has closed (the actor, once): every waiter completes with success.
+    void closed() {
+        std::list<waiter> done;
+        {
+            std::lock_guard lock(mutex_);
+            closed_ = true;
+            done.swap(waiters_);
+        }
+        for (waiter& w : done) deliver(std::move(w.handler), {});
+    }
+
+    // The execution context is shutting down: waiters are destroyed without invocation.
+    void abandon() noexcept {
+        std::list<waiter> dropped;
+        std::lock_guard lock(mutex_);
+        dropped.swap(waiters_);
+    }
+
+private:
+    struct waiter {
+        std::uint64_t id;
+        close_handler handler;
+        std::unique_ptr<timer_type> deadline;
+    };
+
+    void expire(std::uint64_t id) {
+        std::unique_lock lock(mutex_);
+        for (auto it = waiters_.begin(); it != waiters_.end(); ++it) {
+            if (it->id != id) continue;
+            close_handler h = std::move(it->handler);
+            waiters_.erase(it);
+            lock.unlock();
+            return deliver(std::move(h), make_error_code(error::timed_out));
+        }
+    }
+
+    // Out of the caller first, then onto the handler's own executor.
+    void deliver(close_handler h, boost::system::error_code ec) {
+        const core::stats s = stats_.read();
+        close_report report;
+        report.closed = !ec;
+        report.leases_out = s.slots[static_cast<int>(core::slot_state::leased)];
+        report.waiters_queued = s.queued_waiters;
+        report.slots_spawning = s.slots[static_cast<int>(core::slot_state::spawning)];
+        report.slots_retiring = s.slots[static_cast<int>(core::slot_state::retiring)];
+        boost::asio::post(executor_, [h = std::move(h), ec, report]() mutable {
+            boost::asio::dispatch(boost::asio::append(std::move(h), ec, report));
+        });
+    }
+
+    boost::asio::any_io_executor executor_;
+    const stats_board& stats_;
+    std::mutex mutex_;
+    bool closed_ = false;
+    std::uint64_t last_id_ = 0;
+    std::list<waiter> waiters_;  // one node per waiting async_close call
+};
+
+}  // namespace fairpool::detail

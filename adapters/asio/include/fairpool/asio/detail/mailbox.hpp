@@ -1,0 +1,51 @@
+#pragma once
+// The actor's mailbox: fixed-capacity Boost.Lockfree queues, one per kind of command,
+// and the scheduling state that says which kinds are pending and who holds the actor
+// (actor_state.hpp). Commands without a payload (start, shutdown, a timer's expiry) are
+// a pending bit alone.
+//
+// Capacities, so that a command that cannot be refused never finds its queue full
+// (L = max_waiters + mailbox_capacity, the limit on outstanding acquires, admission):
+//   acquires ..... L
+//   slot events .. max_slots: per slot at most one release, spawn or retire result
+//   cancels ...... 2L: each operation sends at most one, and between two drains at most
+//                  L operations end and L begin
+//   deregisters .. 2L: only a handle with an outstanding acquire sends one (same bound)
+#include <boost/lockfree/queue.hpp>
+#include <cstddef>
+#include <cstdint>
+
+#include "fairpool/asio/detail/actor_state.hpp"
+#include "fairpool/asio/detail/commands.hpp"
+
+namespace fairpool::detail {
+
+// The kinds of command: one pending bit each.
+namespace command_kind {
+inline constexpr std::uint32_t start = 1U << 0;
+inline constexpr std::uint32_t slot_event = 1U << 1;  // release, spawned, spawn_failed, retired
+inline constexpr std::uint32_t acquire = 1U << 2;
+inline constexpr std::uint32_t cancel = 1U << 3;
+inline constexpr std::uint32_t deregister = 1U << 4;
+inline constexpr std::uint32_t shutdown = 1U << 5;
+inline constexpr std::uint32_t tick = 1U << 6;  // the deadline timer expired
+}  // namespace command_kind
+
+struct mailbox {
+    mailbox(std::uint32_t acquire_limit, std::uint32_t max_slots)
+        : acquires(acquire_limit),
+          slot_events(max_slots),
+          cancels(2 * std::size_t{acquire_limit}),
+          deregisters(2 * std::size_t{acquire_limit}) {}
+
+    template <class T>
+    using queue = boost::lockfree::queue<T, boost::lockfree::fixed_sized<true>>;
+
+    actor_state state;
+    queue<acquire_command> acquires;
+    queue<slot_command> slot_events;
+    queue<std::uint64_t> cancels;      // waiter ids
+    queue<std::uint64_t> deregisters;  // handle ids
+};
+
+}  // namespace fairpool::detail
