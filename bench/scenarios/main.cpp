@@ -12,6 +12,8 @@
 // bench/core_bench.cpp, are Google Benchmark.)
 //
 // Usage: scenarios [--quick] [--reps N] [--only round_trip|grid|inversions|tail|tenants]
+//        scenarios --round-trip-cycles DESIGN N   (only N round trips of one design, no rows:
+//        run under callgrind by bench/round_trip_instructions.py)
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -32,6 +34,8 @@ int main(int argc, char** argv) {
         if (a == "--quick") quick = true;
         else if (a == "--reps" && i + 1 < argc) reps = std::max(1, std::atoi(argv[++i]));
         else if (a == "--only" && i + 1 < argc) only = argv[++i];
+        else if (a == "--round-trip-cycles" && i + 2 < argc)
+            return round_trip_cycles(argv[i + 1], std::strtoull(argv[i + 2], nullptr, 10)) ? 0 : 2;
         else {
             std::fprintf(stderr, "usage: %s [--quick] [--reps N] [--only round_trip|grid|inversions|tail|tenants]\n",
                          argv[0]);

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <ostream>
 #include <streambuf>
+#include <string_view>
 
 #include "common.hpp"
 #include "scenarios.hpp"
@@ -107,6 +108,16 @@ round_trip_result recording_round_trip_once(std::size_t cycles) {
 }
 
 }  // namespace
+
+bool round_trip_cycles(const char* design, std::size_t cycles) {
+    bool found = false;
+    for_each_design([&](auto d, std::size_t) {
+        if (std::string_view(d.name) != design) return;
+        found = true;
+        round_trip_once<decltype(d)>(cycles);
+    });
+    return found;
+}
 
 void scenario_round_trip(int reps, std::size_t cycles) {
     std::fprintf(stderr, "round_trip: %d reps x %zu cycles per design\n", reps, cycles);

@@ -2,12 +2,15 @@
 // The side-by-side scenarios; each prints its rows (common.hpp: row()).
 #include <chrono>
 #include <cstddef>
+#include <string>
 
 namespace fairpool_bench {
 
 // Uncontended acquire → completion → release, one thread: time, heap allocations and
 // handlers run per cycle; fairpool also with trace recording on.
 void scenario_round_trip(int reps, std::size_t cycles);
+// Only `cycles` round trips of the named design (false if there is none so named).
+bool round_trip_cycles(const char* design, std::size_t cycles);
 
 // Pool size 4/8/16 × workers 4/16/64/256, 10 cycles each, 2 threads: total time and
 // per-acquire wait median, p99, p99.9, max.

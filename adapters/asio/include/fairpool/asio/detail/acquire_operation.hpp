@@ -80,18 +80,21 @@ using handler_executor_t = boost::asio::associated_executor_t<Handler, DefaultEx
 template <class Handler>
 using handler_allocator_t = boost::asio::associated_allocator_t<Handler, boost::asio::recycling_allocator<void>>;
 
-// State: the pool's actor type; it provides get_executor(), lease_type, handle_block,
+// State: the pool's actor type; it provides lease_type, handle_block,
 // make_lease(state, slot, lease) (static) and operation_delivered(block). Handler: void(error_code, lease_type).
-template <class State, class Handler>
+// DefaultExecutor: the pool's executor, as the concrete io_context executor when it is
+// one (a work guard and a post through it cost no type erasure), for a handler without
+// an associated executor of its own.
+template <class State, class Handler, class DefaultExecutor>
 class typed_acquire_operation final : public acquire_operation {
 public:
-    using executor_type = handler_executor_t<Handler, typename State::executor_type>;
+    using executor_type = handler_executor_t<Handler, DefaultExecutor>;
     using allocator_type = handler_allocator_t<Handler>;
 
-    static typed_acquire_operation* create(Handler&& handler, std::shared_ptr<State> state,
+    static typed_acquire_operation* create(Handler&& handler, const DefaultExecutor& ex, std::shared_ptr<State> state,
                                            std::shared_ptr<typename State::handle_block> block) {
         void* memory = allocate(boost::asio::get_associated_allocator(handler, boost::asio::recycling_allocator<void>()));
-        return ::new (memory) typed_acquire_operation(std::move(handler), std::move(state), std::move(block));
+        return ::new (memory) typed_acquire_operation(std::move(handler), ex, std::move(state), std::move(block));
     }
 
 private:
@@ -124,10 +127,10 @@ private:
         }
     }
 
-    typed_acquire_operation(Handler&& handler, std::shared_ptr<State> state,
+    typed_acquire_operation(Handler&& handler, const DefaultExecutor& ex, std::shared_ptr<State> state,
                             std::shared_ptr<typename State::handle_block> block)
         : acquire_operation(&typed_acquire_operation::do_complete, &typed_acquire_operation::do_abandon),
-          work_(boost::asio::get_associated_executor(handler, state->get_executor())),
+          work_(boost::asio::get_associated_executor(handler, ex)),
           handler_(std::move(handler)),
           state_(std::move(state)),
           block_(std::move(block)) {}

@@ -142,8 +142,14 @@ public:
         const std::uint64_t waiter = next_waiter_.fetch_add(1, std::memory_order_relaxed);
         auto slot = boost::asio::get_associated_cancellation_slot(handler);
         if (slot.is_connected()) slot.template emplace<cancel_request>(this, waiter);
-        using operation = typed_acquire_operation<pool_state, Handler>;
-        acquire_operation* op = operation::create(std::move(handler), this->shared_from_this(), std::move(block));
+        acquire_operation* op = nullptr;
+        if (io_executor_ != nullptr) {
+            using operation = typed_acquire_operation<pool_state, Handler, boost::asio::io_context::executor_type>;
+            op = operation::create(std::move(handler), *io_executor_, this->shared_from_this(), std::move(block));
+        } else {
+            using operation = typed_acquire_operation<pool_state, Handler, executor_type>;
+            op = operation::create(std::move(handler), executor_, this->shared_from_this(), std::move(block));
+        }
         const acquire_command command{op, waiter, handle, deadline, weight};
         if (on_pool_executor() && mailbox_.state.try_take_idle()) {
             begin_drain();
@@ -259,7 +265,7 @@ private:
     // pool could never drain again, and the caller could not take its command back:
     // fatal on every path, like a broken invariant (and the noexcept release path needs
     // it so).
-    void post_drain() noexcept {
+    [[gnu::noinline]] void post_drain() noexcept {
         drains_posted_.fetch_add(1, std::memory_order_relaxed);
         try {
             post_to_executor([self = this->shared_from_this()] {
@@ -296,7 +302,7 @@ private:
         }
     }
 
-    void hand_off(std::uint32_t left) noexcept {
+    [[gnu::noinline]] void hand_off(std::uint32_t left) noexcept {
         after_serving();
         mailbox_.state.hand_off(left);
         post_drain();
@@ -304,7 +310,7 @@ private:
 
     // Serves the kinds taken, in this order, with at most `budget` commands (decremented);
     // returns the kinds left to serve (0 when all were).
-    std::uint32_t serve(std::uint32_t kinds, std::uint32_t& budget) noexcept {
+    [[gnu::noinline]] std::uint32_t serve(std::uint32_t kinds, std::uint32_t& budget) noexcept {
         namespace kind = command_kind;
         if ((kinds & kind::start) != 0) feed(core::event::start(drain_now_));
         if ((kinds & kind::tick) != 0) on_timer_expired();
@@ -390,8 +396,13 @@ private:
     }
 
     void perform(const core::effect& f) noexcept {
+        if (f.kind == core::effect_kind::grant) return operations_.take(f.waiter)->complete({}, f.slot, f.lease);
+        perform_other(f);
+    }
+
+    [[gnu::noinline]] void perform_other(const core::effect& f) noexcept {
         switch (f.kind) {
-            case core::effect_kind::grant: operations_.take(f.waiter)->complete({}, f.slot, f.lease); break;
+            case core::effect_kind::grant: break;
             case core::effect_kind::reject: operations_.take(f.waiter)->complete(rejection(f.rejected), 0, 0); break;
             case core::effect_kind::spawn:
                 start_outside_actor(this->shared_from_this(), f.slot,
@@ -425,18 +436,19 @@ private:
     // After the commands a drain served: the stats, the one timer, the close waiters.
     void after_serving() noexcept {
         if (counters_unpublished_) publish_counters();
-        arm_timer();
-        if (closed_ && !close_reported_) {
-            close_reported_ = true;
-            closing_.closed();
-        }
+        const std::optional<core::nanos> deadline = closed_ ? std::nullopt : core_.next_deadline();
+        if (deadline != armed_) arm_timer(deadline);
+        if (closed_ && !close_reported_) report_closed();
+    }
+
+    [[gnu::noinline]] void report_closed() noexcept {
+        close_reported_ = true;
+        closing_.closed();
     }
 
     // --- The deadline timer: armed at next_deadline(); its expiry is a command ----------
 
-    void arm_timer() noexcept {
-        const std::optional<core::nanos> deadline = closed_ ? std::nullopt : core_.next_deadline();
-        if (deadline == armed_) return;
+    [[gnu::noinline]] void arm_timer(std::optional<core::nanos> deadline) noexcept {
         armed_ = deadline;
         if (!deadline) {
             if (timer_) timer_->cancel();

@@ -2,42 +2,46 @@
 // The scheduler's counters, published by the actor after each drain (and before it
 // posts a completion) and readable from any thread without a lock (a sequence lock over
 // relaxed atomic words). One writer at a time: the drain holding the actor.
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <cstddef>
 #include <cstring>
 #include <thread>
 
+#include "fairpool/core/detail/assert.hpp"
 #include "fairpool/core/stats.hpp"
 
 namespace fairpool::detail {
 
 class stats_board {
 public:
-    // Stores only the groups of 8 words that differ from what was last published, and
-    // nothing (not even the sequence) when nothing changed: a cycle changes a few
-    // counters, gauges and one histogram bucket out of ~90 words.
+    // Pays for what changed: nothing (not even the sequence) when no counter did; the
+    // counters and gauges (~25 words) when one of them did; of the histogram (65 words)
+    // only the groups of 8 buckets that changed, found without comparing them all: each
+    // grant adds one to exactly one bucket (docs/CONTRACT.md section 9), so the search
+    // stops once it has found as many new waits as there were new grants.
     void publish(const core::stats& s) noexcept {
-        std::array<std::uint64_t, padded_words> next{};
-        std::memcpy(next.data(), &s, sizeof s);
-        std::uint32_t changed = 0;  // a bit per group
-        for (std::size_t g = 0; g < groups; ++g) {
-            std::uint64_t diff = 0;
-            for (std::size_t j = 0; j < group_words; ++j) diff |= next[g * group_words + j] ^ shadow_[g * group_words + j];
-            changed |= static_cast<std::uint32_t>(diff != 0) << g;
-        }
-        if (changed == 0) return;
+        const auto* next = reinterpret_cast<const unsigned char*>(&s);
+        const std::uint64_t grants = s.grants_immediate + s.grants_after_wait;
+        std::uint64_t waits_to_find = grants - published_grants_;
+        if (waits_to_find == 0 && std::memcmp(next, shadow_.data(), scalar_words * 8) == 0) return;
         const std::uint64_t seq = sequence_.load(std::memory_order_relaxed);
         sequence_.store(seq + 1, std::memory_order_relaxed);
         std::atomic_thread_fence(std::memory_order_release);
-        for (std::size_t g = 0; g < groups; ++g) {
-            if ((changed & (1U << g)) == 0) continue;
-            for (std::size_t i = g * group_words; i < (g + 1) * group_words; ++i) {
-                words_[i].store(next[i], std::memory_order_relaxed);
-                shadow_[i] = next[i];
-            }
+        store(next, 0, scalar_words);
+        for (std::size_t first = scalar_words; waits_to_find > 0; first += group_words) {
+            FAIRPOOL_DEBUG_ASSERT(first < words);
+            const std::size_t last = std::min(first + group_words, words);
+            std::uint64_t found = 0;
+            for (std::size_t i = first; i < last; ++i) found += word(next, i) - shadow_[i];
+            if (found == 0) continue;
+            store(next, first, last);
+            waits_to_find -= found;
         }
         sequence_.store(seq + 2, std::memory_order_release);
+        published_grants_ = grants;
     }
 
     [[nodiscard]] core::stats read() const noexcept {
@@ -62,14 +66,33 @@ public:
 private:
     static_assert(std::is_trivially_copyable_v<core::stats> && sizeof(core::stats) % 8 == 0);
     static constexpr std::size_t words = sizeof(core::stats) / 8;
+    static constexpr std::size_t scalar_words = offsetof(core::stats, wait_histogram) / 8;
+    static_assert(offsetof(core::stats, wait_histogram) % 8 == 0 &&
+                  sizeof(core::stats::wait_histogram) == (words - scalar_words) * 8);
     static constexpr std::size_t group_words = 8;
-    static constexpr std::size_t groups = (words + group_words - 1) / group_words;
-    static constexpr std::size_t padded_words = groups * group_words;
-    static_assert(groups <= 32);
     static constexpr std::uint32_t spin_attempts = 64;
+
+    static std::uint64_t word(const unsigned char* raw, std::size_t i) noexcept {
+        std::uint64_t w;
+        std::memcpy(&w, raw + i * 8, 8);
+        return w;
+    }
+
+    // Words [first, last) of `raw` into the board and the writer's copy.
+    void store(const unsigned char* raw, std::size_t first, std::size_t last) noexcept {
+#pragma GCC unroll 32
+        for (std::size_t i = first; i < last; ++i) {
+            const std::uint64_t w = word(raw, i);
+            words_[i].store(w, std::memory_order_relaxed);
+            shadow_[i] = w;
+        }
+    }
+
     std::atomic<std::uint64_t> sequence_{0};
-    std::array<std::atomic<std::uint64_t>, padded_words> words_{};  // the padding stays 0
-    std::array<std::uint64_t, padded_words> shadow_{};  // what words_ holds (the writer's copy)
+    std::array<std::atomic<std::uint64_t>, words> words_{};
+    // The writer's own copy of what words_ holds, and the grants it counts.
+    std::array<std::uint64_t, words> shadow_{};
+    std::uint64_t published_grants_ = 0;
 };
 
 }  // namespace fairpool::detail

@@ -1,0 +1,44 @@
+#!/usr/bin/env python3
+"""Instructions per uncontended round trip (acquire, completion, release) of every
+design of bench/scenarios, counted by callgrind, as bench rows on stdout (one JSON
+object per line): {"scenario": "round_trip", "design", "metric":
+"instructions_per_cycle", "value", "unit": "instructions"}.
+
+Each design runs N and 2N round trips in a process of its own (scenarios
+--round-trip-cycles DESIGN N); the difference of the two totals divided by N cancels
+the process's start, the pool's creation and the warm-up. Instruction counts do not
+depend on the machine's load, unlike time.
+
+    bench/round_trip_instructions.py BUILD_DIR [--cycles N]"""
+import json
+import re
+import subprocess
+import sys
+import tempfile
+
+DESIGNS = ["fairpool", "mutex_condvar", "servicing_task", "notify_retry", "channel"]
+
+
+def collected(program, design, cycles):
+    with tempfile.NamedTemporaryFile() as out:
+        run = subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out.name}", program,
+                              "--round-trip-cycles", design, str(cycles)],
+                             capture_output=True, text=True, check=True)
+    match = re.search(r"Collected : (\d+)", run.stderr)
+    if not match:
+        sys.exit("round_trip_instructions.py: no instruction count in callgrind's output:\n" + run.stderr)
+    return int(match.group(1))
+
+
+def main():
+    build = sys.argv[1]
+    n = int(sys.argv[sys.argv.index("--cycles") + 1]) if "--cycles" in sys.argv else 20_000
+    program = f"{build}/bench/scenarios"
+    for design in DESIGNS:
+        per = (collected(program, design, 2 * n) - collected(program, design, n)) / n
+        print(json.dumps({"scenario": "round_trip", "design": design, "metric": "instructions_per_cycle",
+                          "value": round(per, 1), "unit": "instructions"}))
+
+
+if __name__ == "__main__":
+    main()
