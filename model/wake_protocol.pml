@@ -1,244 +1,344 @@
 /*
- * wake_protocol.pml -- the mailbox wake-up protocol of fairpool's Boost.Asio adapter.
+ * wake_protocol.pml -- the actor's scheduling protocol in fairpool's Boost.Asio adapter:
+ * the mailbox is the strand.
  *
  * Checked by tools/check-wake-protocol (spin -a, gcc, ./pan). By hand, in a scratch
  * directory:
- *   spin -a wake_protocol.pml && gcc -O1 -o pan pan.c && ./pan -a -N no_lost_wakeup
+ *   spin -a -DNO_END_CHECK wake_protocol.pml && gcc -O1 -o pan pan.c && ./pan -a -N no_lost_wakeup
  *   spin -a wake_protocol.pml && gcc -O1 -DSAFETY -DNOCLAIM -o pan pan.c && ./pan
  *
  * The C++ it models (adapters/asio/include/fairpool/asio/detail/):
  *
- *   wake_flag.hpp    raise():  return !scheduled_.exchange(true, acq_rel);
- *                    clear():  scheduled_.store(false, seq_cst);
- *   pool_state.hpp   start_acquire(): acquires_.bounded_push({...}); wake();
- *                    release():       slot_commands_.bounded_push({release,...}); wake();
- *                    request_shutdown(): shutdown_requested_.store(true); wake();
- *                    wake():  if (wake_.raise()) post_to_actor([..]{ self->drain(); });
- *                    post_to_actor(): boost::asio::post(strand_, f);
- *                    drain(): wake_.clear();
- *                             slot_commands_.consume_all(...);
- *                             take_acquires();          // acquires_.consume_all(...)
- *                             ...                       // cancels_, deregisters_: same shape
- *                             if (shutdown_requested_ && !shutdown_fed_) feed(shutdown)
+ *   actor_state.hpp  one atomic word: owner (idle, running, scheduled) and a pending bit
+ *                    per kind of command.
+ *                    announce(kinds, may_drain_inline): one CAS: set the bits; if the
+ *                      owner was idle, claim it: running (the caller drains inline) or
+ *                      scheduled (the caller posts a drain)
+ *                    try_take_idle(): CAS word 0 -> running
+ *                    take(): exchange(running): the pending bits, cleared
+ *                    release(): CAS running -> 0 (fails if a bit was set meanwhile)
+ *                    hand_off(left): running -> scheduled, with the bits left
+ *                    begin(): scheduled -> running (a posted drain starts)
+ *   pool_state.hpp   start_acquire(): on the pool's executor, if try_take_idle(): feed
+ *                      the acquire directly, then finish_drain(inline budget - 1);
+ *                      else acquires.bounded_push(...); announce(acquire)
+ *                    release(): the same with slot_events and a release
+ *                    request_shutdown(): announce(shutdown) (a bit, no queue entry)
+ *                    announce(): drain_inline -> serve_and_finish(inline budget);
+ *                      post_drain -> post [ begin(); serve_and_finish(posted budget) ]
+ *                    serve(kinds, budget): for each kind taken, pop while budget > 0;
+ *                      a kind whose budget ran out is left
+ *                    finish_drain(): loop { if (release()) return; serve(take()) },
+ *                      or hand_off(left) and post_drain() when something is left
  *
  * Abstractions:
  *  - Each Boost.Lockfree queue is a Promela channel whose capacity is the number of
  *    commands that can ever be in it, so bounded_push never fails; an assertion checks
- *    that it really is never full. Push and pop are linearizable (one atomic step),
- *    and consume_all is "pop until a pop finds the queue empty": a command pushed
- *    while consume_all runs may or may not be taken by it.
- *  - Promela is sequentially consistent. What the C++ needs for the same result: when
- *    a producer's exchange(true) returns true, the drain that later clears the flag must
- *    see that producer's push (store-load order at the drain: clear, then pop).
- *    clear() as scheduled_.exchange(false, acq_rel) gives it by the C++ memory model:
- *    every write of scheduled_ is then an RMW, so the drain's exchange reads from the
- *    release sequence of the producer's exchange and synchronizes with it. The current
- *    clear(), store(false, seq_cst), does not by the standard (the Boost.Lockfree pops
- *    are acquire loads, not seq_cst): it works on x86 (gcc emits xchg) and on ARMv8
- *    with ldar, but not on POWER, nor ARMv8.3 with RCpc ldapr. A release store loses
- *    wake-ups even on x86: the RELEASE_CLEAR variant below models that store buffer.
- *  - The strand is a lock: a posted drain is a process that waits for the strand, so
- *    any number of drains can be posted and queued while one runs; they start in any
- *    order (Asio's is FIFO; all drains are alike, so order does not matter).
- *  - cancels_ and deregisters_ are pushed and consumed exactly like the two queues
- *    modelled here (push, wake(), consumed after clear()): they add nothing new.
+ *    that it really is never full. Push and pop are linearizable (one atomic step); a
+ *    pop that finds the queue empty ends that kind's loop.
+ *  - Promela is sequentially consistent. What the C++ needs for the same result: every
+ *    announce is a read-modify-write of the word after the push, and take() is an
+ *    acquire read-modify-write, so a drain whose take() follows an announce in the
+ *    word's modification order sees that announce's push; one that precedes it leaves
+ *    the bit set, and release() fails (actor_state.hpp).
+ *  - cancels and deregistrations are pushed and served exactly like the two queues
+ *    modelled here (push, announce, served after take()): they add nothing new. Timer
+ *    expiries and start are bits without a queue, like shutdown.
  *  - What the core does with a command is a nondeterministic choice: an acquire is
- *    granted (its completion is posted to the handler's executor, which later releases
- *    from another thread, racing with drains), or queued (a later release may grant
- *    it), or its release is pushed inline on the strand during the drain (the current
- *    code never does this; it is modelled so the protocol is known to allow it).
+ *    granted (its completion is posted; the handler later releases, from a thread on the
+ *    pool's executor or not, racing with any drain) or queued (a later release may
+ *    grant it).
+ *  - Budgets are 1 inline and 2 posted (32 and 1024 in the C++): small enough that
+ *    hand-offs to a posted drain happen in the model.
  *
- * Producers: Acquirer(2) pushes two acquires, Acquirer(1) one, Closer requests shutdown
- * (a flag, not a queue entry, woken the same way), and every grant starts a Completion
- * that pushes a release from another thread: up to 6 producers in all.
+ * Producers: an Acquirer on the pool's executor, one not, a Closer (either), and a
+ * Completion per grant (either), each of which may drain inline or feed its command
+ * directly: up to 5 in all (about 5 million states; 3 acquires make it 50 times more).
  *
- * Variants (spin -DNAME -a wake_protocol.pml):
- *   LATE_CLEAR     negative control: clear() AFTER consuming. Must lose a wake-up.
- *   RELEASE_CLEAR  negative control: clear() as scheduled_.store(false, release) on
- *                  x86-TSO (a per-thread store buffer). Must lose a wake-up.
- *   WITNESS_TWO    adds assert(posted + running < 2) when a drain is posted: its
- *                  violation is a witness that one running drain (flag already
- *                  cleared) plus one posted drain is reachable, so 2 is the exact bound
- *                  on drains posted or running, and 1 on drains posted but not started.
+ * Variants (spin -DNAME -a wake_protocol.pml), the negative controls:
+ *   NO_RECHECK     release() lets go whatever became pending (a plain store of idle).
+ *                  Must lose a wake-up.
+ *   LATE_TAKE      the drain clears the pending bits after serving the queues, not
+ *                  before. Must lose a wake-up.
+ *   SPLIT_CLAIM    announce() reads the owner and claims it in two steps (a load, then
+ *                  a store). Must run two drains at once.
  *   NO_END_CHECK   leaves out the EndCheck process (the LTL runs use it, so that a
  *                  failure is reported by the claim, not by the end-state assertion).
  */
 
-#define N_ACQUIRES 3                  /* Acquirer(2) + Acquirer(1) */
+#define N_ACQUIRES 2                  /* Acquirer(1, on the executor) + Acquirer(1, not) */
 #define ACQ_CAP    N_ACQUIRES         /* every acquire at once */
 #define SLOT_CAP   N_ACQUIRES         /* at most one release per acquire */
+#define INLINE_BUDGET 1
+#define POSTED_BUDGET 2
 
-chan acquires      = [ACQ_CAP]  of { bit };   /* pool_state::acquires_ */
-chan slot_commands = [SLOT_CAP] of { bit };   /* pool_state::slot_commands_ */
+#define IDLE      0
+#define RUNNING   1
+#define SCHEDULED 2
 
-bool scheduled;            /* wake_flag::scheduled_ */
-bool shutdown_requested;   /* pool_state::shutdown_requested_ */
-bool shutdown_fed;         /* pool_state::shutdown_fed_ (touched by the actor only) */
+#define K_ACQUIRE  0
+#define K_SLOT     1
+#define K_SHUTDOWN 2
+
+chan acquires    = [ACQ_CAP]  of { bit };   /* mailbox::acquires */
+chan slot_events = [SLOT_CAP] of { bit };   /* mailbox::slot_events */
+
+/* actor_state::word_ */
+byte owner = IDLE;
+bool pend_acquire, pend_slot, pend_shutdown;
+
+bool shutdown_fed;         /* pool_state::shutdown_fed_ (touched by the drain only) */
 
 /* Bookkeeping of the model, no C++ counterpart. */
-byte posted;               /* drains posted to the strand and not yet started */
-byte running;              /* drains started and not yet returned */
-bool strand_busy;          /* the strand is running a handler */
-bool drain_cleared;        /* the running drain has executed wake_.clear() */
-byte live = 3;             /* producers (and completions) not yet returned from their
-                              push + wake(): the 3 started by init, plus one per grant */
+bool shutdown_requested;   /* the Closer announced shutdown */
+byte posted;               /* drains posted and not yet started */
+byte running;              /* drains holding the actor */
+byte live = 3;             /* producers (and completions) not yet returned: the 3 started
+                              by init, plus one per grant */
 byte waiting;              /* acquires the core queued, not yet granted */
 
-#ifdef RELEASE_CLEAR
-bool clear_pending;        /* the drain thread's store buffer holds scheduled_ = false */
-#endif
-
+#define nothing_pending (!pend_acquire && !pend_slot && !pend_shutdown)
 /* Nothing can happen any more: no drain posted or running, every producer returned. */
 #define quiescent    (live == 0 && posted == 0 && running == 0)
-/* Every command taken by the actor. */
-#define all_consumed (len(acquires) == 0 && len(slot_commands) == 0 && \
-                      (shutdown_fed || !shutdown_requested))
+/* Every command taken by the actor, and the actor idle with nothing pending. */
+#define all_consumed (len(acquires) == 0 && len(slot_events) == 0 && \
+                      (shutdown_fed || !shutdown_requested) && owner == IDLE && nothing_pending)
 
 /* (a) No lost wake-up: whenever the system is quiescent, nothing is left unconsumed. */
 ltl no_lost_wakeup { [] (quiescent -> all_consumed) }
 /* (a') Every run reaches quiescence with every pushed command processed. */
 ltl all_processed  { <> (quiescent && all_consumed) }
 
+/* The locals of any process that may hold the actor. */
+#define DRAIN_LOCALS bool t_acq, t_slot, t_shut, l_acq, l_slot, claimed_inline, claimed_post, direct; byte budget
+
 /* queue.bounded_push(cmd); FAIRPOOL_ASSERT(pushed); -- never full */
 inline push(q, cap) {
     atomic { assert(len(q) < cap); q!0 }
 }
 
-/* boost::asio::post(strand_, [..]{ self->drain(); })
- * last (0 or 1): this was the producer's last action; it returns (live--) in the same step. */
-inline post_drain(last) {
-    atomic {
-        posted++;
-        assert(posted <= 1);             /* (c) at most one drain posted, not started */
-        assert(posted + running <= 2);   /* (c) at most two drains posted or running, */
-        assert(running == 0 || drain_cleared); /* and the running one has cleared the flag */
-#ifdef WITNESS_TWO
-        assert(posted + running < 2);    /* expected to fail: 2 is reachable */
-#endif
-        run Drain();
-        live = live - last               /* last is 0 or 1 */
-    }
+/* The core granted a waiter: its completion is posted; its handler releases later. */
+inline grant() {
+    live++; run Completion()
 }
 
-/* wake(): if (wake_.raise()) post_to_actor(drain);
- * raise() is !scheduled_.exchange(true): the exchange is one atomic step, whose result
- * picks the branch; the post is a later, separate step. */
-inline wake(last) {
+/* feed(acquire): what the core decides. */
+inline feed_acquire() {
     if
-    :: atomic { !scheduled -> scheduled = true }; post_drain(last)   /* exchange returned false */
-    :: atomic { scheduled -> live = live - last }                    /* exchange returned true */
+    :: grant()
+    :: waiting++
     fi
 }
 
-#ifdef RELEASE_CLEAR
-/* The drain thread's locked instructions (the CAS of its own push, the strand's mutex
- * when the handler returns) drain its store buffer first. Used inside atomic blocks. */
-#define FLUSH_OWN if :: clear_pending -> scheduled = false; clear_pending = false :: else -> skip fi;
-#else
-#define FLUSH_OWN
-#endif
-
-/* wake_.clear(): scheduled_.store(false) */
-inline clear() {
-#ifdef RELEASE_CLEAR
-    atomic { clear_pending = true; drain_cleared = true }  /* into the store buffer only */
-#else
-    atomic { scheduled = false; drain_cleared = true }
-#endif
-}
-
-/* The core granted a waiter: operations_.take(w)->complete(...) posts the delivery to
- * the handler's executor, whose handler later releases the lease from another thread. */
-inline grant() {
-    atomic { live++; run Completion() }
-}
-
-proctype Drain() {
-    bool inline_release;
-    /* The strand runs one handler at a time: wait for it. */
-    atomic {
-        !strand_busy -> strand_busy = true; posted--; running++;
-        assert(running == 1)             /* (b) never two drains at once */
-    }
-#ifndef LATE_CLEAR
-    clear();                             /* drain(): wake_.clear();  -- FIRST */
-#endif
-    /* slot_commands_.consume_all([this](const slot_command& c){ feed(slot_event(c)); }) */
-    do
-    :: atomic {
-           slot_commands?_;              /* pop */
-           if                            /* feed(release): the core may grant a waiter */
-           :: waiting > 0 -> waiting--; grant()
-           :: skip
-           fi
-       }
-    :: empty(slot_commands) -> break     /* a pop found the queue empty */
-    od;
-    /* take_acquires(): acquires_.consume_all([this](const acquire_command& c){ feed(acquire) }) */
-    do
-    :: atomic {
-           acquires?_;                   /* pop */
-           if                            /* feed(acquire): what the core decides */
-           :: grant()                    /* granted now; released later, off the strand */
-           :: waiting++                  /* queued */
-           :: inline_release = true      /* released inline, on the strand, mid-drain */
-           fi
-       };
-       if
-       :: inline_release ->
-          atomic {
-              inline_release = false;
-              FLUSH_OWN
-              assert(len(slot_commands) < SLOT_CAP); slot_commands!0   /* release(): bounded_push */
-          };
-          wake(0)
-       :: else -> skip
-       fi
-    :: empty(acquires) -> break
-    od;
-    /* if (shutdown_requested_.load(acquire) && !shutdown_fed_) { shutdown_fed_ = true; feed(shutdown) } */
+/* feed(release): the core may grant a queued waiter. */
+inline feed_release() {
     if
-    :: atomic { shutdown_requested && !shutdown_fed -> shutdown_fed = true }
+    :: waiting > 0 -> waiting--; grant()
+    :: skip
+    fi
+}
+
+/* Holding the actor: (b) never two drains at once, (c) none posted meanwhile. */
+#define HOLD  running++; assert(running == 1); assert(posted == 0)
+
+/* boost::asio::post(executor, [..]{ begin(); serve_and_finish(posted budget); }) */
+inline post_drain() {
+    posted++;
+    assert(posted <= 1);                 /* (c) at most one drain posted, not started */
+    assert(posted + running <= 1);       /* (c) and never while one holds the actor */
+    run Drain()
+}
+
+/* take(): exchange(running) */
+inline take() {
+    atomic {
+        assert(owner == RUNNING);
+        t_acq = pend_acquire; t_slot = pend_slot; t_shut = pend_shutdown;
+        pend_acquire = false; pend_slot = false; pend_shutdown = false
+    }
+}
+
+/* serve(take(), budget) */
+inline serve() {
+    l_acq = false; l_slot = false;
+#ifndef LATE_TAKE
+    take();
+#else
+    t_acq = true; t_slot = true; t_shut = true;   /* serve every queue, clear the bits later */
+#endif
+    if
+    :: t_slot ->
+       do
+       :: atomic { budget > 0 && nempty(slot_events) -> slot_events?_; budget--; feed_release() }
+       :: atomic { budget > 0 && empty(slot_events) -> skip }; break   /* a pop found it empty */
+       :: atomic { budget == 0 -> l_slot = true }; break                /* left for later */
+       od
     :: else -> skip
     fi;
-#ifdef LATE_CLEAR
-    clear();                             /* the bug: clear after consuming */
+    if
+    :: t_acq ->
+       do
+       :: atomic { budget > 0 && nempty(acquires) -> acquires?_; budget--; feed_acquire() }
+       :: atomic { budget > 0 && empty(acquires) -> skip }; break
+       :: atomic { budget == 0 -> l_acq = true }; break
+       od
+    :: else -> skip
+    fi;
+    if
+    :: atomic { t_shut && !shutdown_fed -> shutdown_fed = true }
+    :: else -> skip
+    fi;
+#ifdef LATE_TAKE
+    take();   /* the bug: bits set by pushes served above or not are all dropped */
 #endif
-    /* drain() returns; the strand may start the next handler. */
-    atomic { FLUSH_OWN running--; strand_busy = false; drain_cleared = false }
+    skip
 }
 
-/* start_acquire(): acquires_.bounded_push({op, waiter, ...}); wake();  -- n times */
-proctype Acquirer(byte n) {
+/* hand_off(left): running -> scheduled with the bits left, then post_drain() */
+inline hand_off() {
+    atomic {
+        assert(owner == RUNNING);
+        owner = SCHEDULED;
+        pend_acquire = pend_acquire || l_acq;
+        pend_slot = pend_slot || l_slot;
+        running--;
+        post_drain()
+    }
+}
+
+/* The drain's locals back to their initial values once it let go (so that states that
+ * differ only in what a finished drain saw are one state). */
+inline forget() {
+    d_step {
+        t_acq = false; t_slot = false; t_shut = false; l_acq = false; l_slot = false;
+        claimed_inline = false; claimed_post = false; direct = false; budget = 0
+    }
+}
+
+/* finish_drain(): let go, re-checking; or hand off what is left. */
+inline finish() {
     do
-    :: n > 1 -> push(acquires, ACQ_CAP); wake(0); n--
-    :: n == 1 -> push(acquires, ACQ_CAP); wake(1); break
-    od
+    :: l_acq || l_slot -> hand_off(); break
+    :: else ->
+#ifndef NO_RECHECK
+       if
+       :: atomic { nothing_pending -> owner = IDLE; running-- }; break   /* release() */
+       :: atomic { !nothing_pending -> skip }; serve()                   /* it failed */
+       fi
+#else
+       atomic { owner = IDLE; running-- }; break   /* the bug: idle whatever is pending */
+#endif
+    od;
+    forget()
 }
 
-/* request_shutdown(): shutdown_requested_.store(true, release); wake();
- * Not a queue entry: a flag the drain reads; it counts as one command. */
-proctype Closer() {
-    shutdown_requested = true;
-    wake(1)
+/* announce(kind, may_drain_inline), then what the claim asks for. */
+inline announce(kind, may_inline) {
+#ifndef SPLIT_CLAIM
+    atomic {
+        if
+        :: kind == K_ACQUIRE -> pend_acquire = true
+        :: kind == K_SLOT -> pend_slot = true
+        :: kind == K_SHUTDOWN -> pend_shutdown = true; shutdown_requested = true
+        fi;
+        claimed_inline = false; claimed_post = false;
+        if
+        :: owner == IDLE && may_inline -> owner = RUNNING; HOLD; claimed_inline = true
+        :: owner == IDLE && !may_inline -> owner = SCHEDULED; claimed_post = true; post_drain()
+        :: else -> skip
+        fi
+    };
+#else
+    atomic {
+        if
+        :: kind == K_ACQUIRE -> pend_acquire = true
+        :: kind == K_SLOT -> pend_slot = true
+        :: kind == K_SHUTDOWN -> pend_shutdown = true; shutdown_requested = true
+        fi;
+        claimed_inline = false; claimed_post = false
+    };
+    if   /* the bug: the owner is read, then claimed in a later step */
+    :: owner == IDLE && may_inline -> atomic { owner = RUNNING; HOLD; claimed_inline = true }
+    :: owner == IDLE && !may_inline -> atomic { owner = SCHEDULED; claimed_post = true; post_drain() }
+    :: else -> skip
+    fi;
+#endif
+    if
+    :: claimed_inline -> budget = INLINE_BUDGET; serve(); finish()
+    :: else -> forget()
+    fi
 }
 
-/* release(): slot_commands_.bounded_push({release, slot, lease, outcome}); wake();
- * From the thread that ran the user's completion handler, racing with any drain. */
+/* try_take_idle(): CAS 0 -> running; the command is then fed directly. */
+inline try_take_idle() {
+    atomic {
+        if
+        :: owner == IDLE && nothing_pending -> owner = RUNNING; HOLD; direct = true
+        :: else -> direct = false
+        fi
+    }
+}
+
+/* After a direct feed: finish_drain(inline budget - 1). */
+inline finish_direct() {
+    budget = INLINE_BUDGET - 1; l_acq = false; l_slot = false; finish()
+}
+
+/* A posted drain: begin(); serve_and_finish(posted budget). */
+proctype Drain() {
+    DRAIN_LOCALS;
+    atomic { assert(owner == SCHEDULED); owner = RUNNING; posted--; HOLD };
+    budget = POSTED_BUDGET;
+    serve();
+    finish()
+}
+
+/* start_acquire(), n times; on_exec: it runs on the pool's executor. */
+proctype Acquirer(byte n; bool on_exec) {
+    DRAIN_LOCALS;
+    do
+    :: n > 0 ->
+       direct = false;
+       if
+       :: on_exec -> try_take_idle()
+       :: else -> skip
+       fi;
+       if
+       :: direct -> atomic { feed_acquire() }; finish_direct()
+       :: else -> push(acquires, ACQ_CAP); announce(K_ACQUIRE, on_exec)
+       fi;
+       n--
+    :: else -> break
+    od;
+    live--
+}
+
+/* A lease released by a completion handler, on the pool's executor or on another. */
 proctype Completion() {
-    push(slot_commands, SLOT_CAP);
-    wake(1)
+    DRAIN_LOCALS;
+    bool on_exec;
+    if
+    :: on_exec = true; try_take_idle()
+    :: on_exec = false
+    fi;
+    if
+    :: direct -> atomic { feed_release() }; finish_direct()
+    :: else -> push(slot_events, SLOT_CAP); announce(K_SLOT, on_exec)
+    fi;
+    live--
 }
 
-#ifdef RELEASE_CLEAR
-/* The store buffer drains on its own at any time. */
-active proctype Flusher() {
-end:
-    do
-    :: atomic { clear_pending -> scheduled = false; clear_pending = false }
-    od
+/* request_shutdown(): announce(shutdown); from the executor or not. */
+proctype Closer() {
+    DRAIN_LOCALS;
+    bool on_exec;
+    if
+    :: on_exec = true
+    :: on_exec = false
+    fi;
+    announce(K_SHUTDOWN, on_exec);
+    live--
 }
-#endif
 
 #ifndef NO_END_CHECK
 /* (a) as an end-state assertion: once quiescent (which is final), nothing is left. If
@@ -250,8 +350,8 @@ active proctype EndCheck() {
 
 init {
     atomic {
-        run Acquirer(2);
-        run Acquirer(1);
+        run Acquirer(1, true);
+        run Acquirer(1, false);
         run Closer()
     }
 }
