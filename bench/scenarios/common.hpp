@@ -66,6 +66,18 @@ struct fairpool_design {
 
 std::vector<connection> make_connections(std::size_t n);
 
+// The actor's diagnostics, fairpool's alone (0 for a baseline).
+template <class Pool>
+std::uint64_t commands_fed(const Pool& p) {
+    if constexpr (requires { p.commands_fed(); }) return p.commands_fed();
+    else return 0;
+}
+template <class Pool>
+std::uint64_t drains_run(const Pool& p) {
+    if constexpr (requires { p.drains_run(); }) return p.drains_run();
+    else return 0;
+}
+
 template <class Pool>
 struct baseline_design {
     using pool_type = Pool;
@@ -111,8 +123,9 @@ void row(const std::string& scenario, const char* design, const char* metric, do
 double median(std::vector<double> v);
 double quantile_sorted(const std::vector<std::int64_t>& v, double q);
 
-// Runs io on `threads` threads (the caller's included) until it runs out of work.
-void run_on(asio::io_context& io, int threads);
+// Runs io on `threads` threads (the caller's included) until it runs out of work;
+// returns the handlers run.
+std::size_t run_on(asio::io_context& io, int threads);
 
 // Busy for d without suspending: a lease held across a suspension would deadlock the
 // blocking pool on two threads.

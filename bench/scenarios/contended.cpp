@@ -13,8 +13,15 @@
 namespace fairpool_bench {
 namespace {
 
+// What a contended run costs besides its time: handlers run by the io_context, and
+// for fairpool the commands its actor fed per drain.
+struct run_costs {
+    std::size_t handlers = 0;
+    double commands_per_drain = 0;
+};
+
 template <class Design>
-void contended_once(std::size_t size, int workers, int cycles, int threads, counted_run& run) {
+run_costs contended_once(std::size_t size, int workers, int cycles, int threads, counted_run& run) {
     asio::io_context io(threads);
     auto pool = Design::make(io, size);
     using source_type = decltype(Design::source(*pool));
@@ -23,12 +30,18 @@ void contended_once(std::size_t size, int workers, int cycles, int threads, coun
     for (int w = 0; w < workers; ++w) sources.push_back(Design::source(*pool));
     run.workers_left = workers;
     for (auto& source : sources) asio::co_spawn(io, counted_worker(source, cycles, run), asio::detached);
-    run_on(io, threads);
+    run_costs costs;
+    const std::uint64_t fed = commands_fed(*pool), drains = drains_run(*pool);
+    costs.handlers = run_on(io, threads);
     if (run.errors.load() != 0 || run.completed.load() != run.waits.size()) {
         std::fprintf(stderr, "%s: %d errors, %zu of %zu completed\n", Design::name, run.errors.load(),
                      run.completed.load(), run.waits.size());
         std::exit(1);
     }
+    if (drains_run(*pool) > drains)
+        costs.commands_per_drain =
+            static_cast<double>(commands_fed(*pool) - fed) / static_cast<double>(drains_run(*pool) - drains);
+    return costs;
 }
 
 // Grants served while an earlier-ticketed request was still waiting.
@@ -51,13 +64,15 @@ void scenario_grid(int reps, int cycles) {
             const std::string name = "grid/size=" + std::to_string(size) + "/workers=" + std::to_string(workers);
             std::fprintf(stderr, "%s: %d reps\n", name.c_str(), reps);
             const std::size_t n = static_cast<std::size_t>(workers) * static_cast<std::size_t>(cycles);
-            std::vector<std::vector<double>> totals(design_count);
+            std::vector<std::vector<double>> totals(design_count), handlers(design_count), per_drain(design_count);
             std::vector<std::vector<std::int64_t>> waits(design_count);
             for (int r = 0; r < reps; ++r)
                 for_each_design([&](auto design, std::size_t d) {
                     counted_run run(n);
-                    contended_once<decltype(design)>(size, workers, cycles, 2, run);
+                    const run_costs costs = contended_once<decltype(design)>(size, workers, cycles, 2, run);
                     totals[d].push_back(static_cast<double>(ns_between(run.start, run.end)) / 1000.0);
+                    handlers[d].push_back(static_cast<double>(costs.handlers) / static_cast<double>(n));
+                    per_drain[d].push_back(costs.commands_per_drain);
                     waits[d].insert(waits[d].end(), run.waits.begin(), run.waits.end());
                 });
             for_each_design([&](auto design, std::size_t d) {
@@ -68,6 +83,8 @@ void scenario_grid(int reps, int cycles) {
                 row(name, design.name, "wait_p99", quantile_sorted(w, 0.99), "ns");
                 row(name, design.name, "wait_p99.9", quantile_sorted(w, 0.999), "ns");
                 row(name, design.name, "wait_max", static_cast<double>(w.back()), "ns");
+                row(name, design.name, "handlers_per_cycle", median(handlers[d]), "count");
+                if (d == 0) row(name, design.name, "commands_per_drain", median(per_drain[d]), "count");
             });
         }
 }

@@ -545,6 +545,12 @@ void scheduler::emit(const effect& f) noexcept {
 // next_deadline (section 4)
 
 std::optional<nanos> scheduler::next_deadline() const noexcept {
+    // The steady state of a pool without deadlines, lifetimes or backoff: due_ is a lower
+    // bound of the time-driven work, so `never` means there is none.
+    if (due_ == never && backoff_end_ <= now_) {
+        FAIRPOOL_DEBUG_ASSERT(earliest_time_driven_work() == never);
+        return std::nullopt;
+    }
     if (!started_) return std::nullopt;
     nanos earliest = earliest_time_driven_work();
     if (!shutting_down_ && backoff_end_ > now_ && spawn_budget() >= 1) earliest = std::min(earliest, backoff_end_);

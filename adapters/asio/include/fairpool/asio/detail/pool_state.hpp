@@ -36,6 +36,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <utility>
 
 #include "fairpool/asio/detail/acquire_operation.hpp"
 #include "fairpool/asio/detail/closing.hpp"
@@ -351,13 +352,23 @@ private:
         mailbox_.acquires.consume_all([this](const acquire_command& c) { take_acquire(c); });
     }
 
+    // The acquire's operation waits beside the table while its own step runs: a step
+    // that completes it at once (an immediate grant, a rejection) takes it from there,
+    // and only a queued waiter's goes into the table.
     void take_acquire(const acquire_command& c) noexcept {
-        operations_.insert(c.waiter, c.operation);
         std::optional<core::nanos> deadline;
         if (c.deadline != core::never) deadline = c.deadline;
         std::optional<std::uint64_t> weight;
         if (c.weight != 0) weight = c.weight;
+        arriving_ = {c.waiter, c.operation};
         feed(core::event::acquire(drain_now_, c.waiter, c.handle, deadline, weight));
+        if (arriving_.operation != nullptr) operations_.insert(arriving_.waiter, arriving_.operation);
+        arriving_.operation = nullptr;
+    }
+
+    [[nodiscard]] acquire_operation* take_operation(std::uint64_t waiter) noexcept {
+        if (arriving_.operation != nullptr && arriving_.waiter == waiter) return std::exchange(arriving_.operation, nullptr);
+        return operations_.take(waiter);
     }
 
     [[nodiscard]] core::event slot_event(const slot_command& c) const noexcept {
@@ -396,14 +407,14 @@ private:
     }
 
     void perform(const core::effect& f) noexcept {
-        if (f.kind == core::effect_kind::grant) return operations_.take(f.waiter)->complete({}, f.slot, f.lease);
+        if (f.kind == core::effect_kind::grant) return take_operation(f.waiter)->complete({}, f.slot, f.lease);
         perform_other(f);
     }
 
     [[gnu::noinline]] void perform_other(const core::effect& f) noexcept {
         switch (f.kind) {
             case core::effect_kind::grant: break;
-            case core::effect_kind::reject: operations_.take(f.waiter)->complete(rejection(f.rejected), 0, 0); break;
+            case core::effect_kind::reject: take_operation(f.waiter)->complete(rejection(f.rejected), 0, 0); break;
             case core::effect_kind::spawn:
                 start_outside_actor(this->shared_from_this(), f.slot,
                                     [](auto self, std::uint32_t s) { return create_resource(std::move(self), s); });
@@ -485,6 +496,10 @@ private:
     recording recording_;
     core::nanos drain_now_ = 0;
     std::optional<core::nanos> armed_;
+    struct {
+        std::uint64_t waiter = 0;
+        acquire_operation* operation = nullptr;
+    } arriving_;  // the acquire being fed, until its step is done (take_acquire)
     bool shutdown_fed_ = false;
     bool counters_unpublished_ = false;  // a step ran since the last publish
     bool closed_ = false;
