@@ -13,8 +13,11 @@
 #include <boost/asio/use_future.hpp>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/deferred.hpp>
+#include <sstream>
 #include <type_traits>
 
+#include "fairpool/core/scheduler.hpp"
+#include "fairpool/trace/read.hpp"
 #include "fixture.hpp"
 
 namespace fairpool::testing {
@@ -460,6 +463,64 @@ TEST_F(adapter, counters_count_a_completion_before_it_is_posted) {
     EXPECT_EQ(seen[0].acquires, 1u);
     EXPECT_EQ(seen[1].rejections[static_cast<int>(core::reject_reason::timeout)], 1u);
     EXPECT_EQ(seen[1].acquires, 2u);
+}
+
+// The counters the core holds after the events the actor fed it so far: the recording
+// replayed through a scheduler of its own.
+core::stats counters_of_recording(const std::string& recorded) {
+    const trace::read_result read = trace::read(recorded);
+    const auto* t = std::get_if<trace::trace>(&read);
+    if (t == nullptr) {
+        ADD_FAILURE() << std::get<trace::read_error>(read).describe("recording");
+        return {};
+    }
+    core::scheduler replayed(t->config);
+    for (const trace::step& s : t->steps) EXPECT_TRUE(replayed.step(s.event).ok());
+    return replayed.counters();
+}
+
+// Publishing writes only what changed: after every drain the snapshot must still equal
+// the core's counters, whichever of them a step changed (grants immediate and after a
+// wait into different histogram buckets, several grants in one drain, rejections of
+// every kind, spawns, a dirty retirement, gauges up and down).
+TEST_F(adapter, the_published_counters_equal_the_cores_after_every_drain) {
+    std::ostringstream recorded;
+    pool_options o = options(2, 1);
+    o.scheduler.max_waiters = 2;
+    o.recorder = &recorded;
+    auto pool = make_pool(o);
+    const auto check = [&](const char* when) {
+        settle();
+        EXPECT_EQ(pool->stats(), counters_of_recording(recorded.str())) << when;
+    };
+    check("warm");
+    outcome a, b, c, d, e, f;
+    pool->async_acquire(record(a));
+    pool->async_acquire(record(b));  // waits for the second slot's spawn
+    check("a grant now, one after a spawn");
+    pool->async_acquire(record(c));
+    pool->async_acquire(5ms, record(d));
+    check("two queued");
+    advance(1ms);
+    a.lease.release();  // c granted after 1 ms of waiting; d still queued
+    check("a grant after a wait");
+    boost::asio::cancellation_signal cancel;
+    pool->async_acquire(boost::asio::bind_cancellation_slot(cancel.slot(), record(e)));
+    pool->async_acquire(record(f));  // the queue is full: saturated
+    check("queued and saturated");
+    cancel.emit(boost::asio::cancellation_type::terminal);
+    check("cancelled");
+    advance(1s);  // d times out
+    check("timed out");
+    b.lease.mark_dirty();
+    b.lease.release();  // retired; the pool spawns again
+    c.lease.release();
+    check("dirty release");
+    EXPECT_TRUE(a.done && b.done && c.done && d.done && e.done && f.done);
+    EXPECT_EQ(d.ec, make_error_code(error::timeout));
+    EXPECT_EQ(f.ec, make_error_code(error::saturated));
+    EXPECT_EQ(e.ec, boost::asio::error::operation_aborted);
+    EXPECT_EQ(pool->stats().grants_after_wait, 2u);
 }
 
 TEST_F(adapter, a_resource_whose_close_hangs_is_dropped_after_retire_grace) {
