@@ -28,6 +28,7 @@ stats known_stats() {
     s.spawn_failures = 2;
     s.retirements = {11, 12, 13, 14, 15, 16};
     s.leaks_suspected = 3;
+    s.busy_rejections = 8;
     s.queued_waiters = 9;
     s.active_handles = 4;
     s.slots = {21, 22, 23, 24, 25};
@@ -54,6 +55,9 @@ fairpool_rejections_total{pool="db",reason="timeout"} 2
 fairpool_rejections_total{pool="db",reason="cancelled"} 3
 fairpool_rejections_total{pool="db",reason="deregistered"} 4
 fairpool_rejections_total{pool="db",reason="closed"} 5
+# HELP fairpool_busy_rejections_total Acquires refused with busy before they reached the scheduler (the adapter's mailbox was full).
+# TYPE fairpool_busy_rejections_total counter
+fairpool_busy_rejections_total{pool="db"} 8
 # HELP fairpool_spawns_total Resources the pool asked to create.
 # TYPE fairpool_spawns_total counter
 fairpool_spawns_total{pool="db"} 7
@@ -225,7 +229,7 @@ TEST(prometheus, several_pools_share_one_help_and_type_per_family) {
     for (const auto& line : lines_of(text)) {
         if (line.starts_with("# TYPE ")) ++types;
     }
-    EXPECT_EQ(types, 11u);
+    EXPECT_EQ(types, 12u);  // one per family
     EXPECT_THAT(text, HasSubstr("fairpool_acquires_total{pool=\"a\"} 101\nfairpool_acquires_total{pool=\"b\"} 0\n"));
     EXPECT_THAT(text, HasSubstr("fairpool_acquire_wait_seconds_count{pool=\"a\"} 90\n"));
     EXPECT_THAT(text, HasSubstr("fairpool_acquire_wait_seconds_count{pool=\"b\"} 0\n"));

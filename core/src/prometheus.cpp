@@ -154,6 +154,9 @@ void append_prometheus_text(std::string& out, std::span<const prometheus_pool> p
 
     append_by_enum<reject_reason>(out, pools, "fairpool_rejections_total", "counter",
                                   "Acquires rejected, by reason.", "reason", &stats::rejections);
+    append_scalar(out, pools, "fairpool_busy_rejections_total", "counter",
+                  "Acquires refused with busy before they reached the scheduler (the adapter's mailbox was full).",
+                  &stats::busy_rejections);
     append_scalar(out, pools, "fairpool_spawns_total", "counter", "Resources the pool asked to create.",
                   &stats::spawns);
     append_scalar(out, pools, "fairpool_spawn_failures_total", "counter", "Resource creations that failed.",

@@ -194,6 +194,7 @@ TEST_F(adapter, a_full_mailbox_completes_busy_at_once) {
     EXPECT_EQ(outcomes[3].ec, make_error_code(error::busy));
     EXPECT_EQ(outcomes[4].ec, make_error_code(error::busy));
     EXPECT_EQ(pool->stats().acquires, 3u);
+    EXPECT_EQ(pool->stats().busy_rejections, 2u);  // counted beside the core's counters
     EXPECT_EQ(make_error_code(error::busy), boost::system::errc::resource_unavailable_try_again);
 }
 

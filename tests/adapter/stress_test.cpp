@@ -626,6 +626,7 @@ void expect_clean_run(const stress_harness& h, const stress_report& r, bool clos
     for (auto n : r.outcomes) completed += n;
     EXPECT_EQ(completed, r.issued);
     EXPECT_EQ(r.stats.acquires + r.outcomes[busy], r.issued);
+    EXPECT_EQ(r.stats.busy_rejections, r.outcomes[busy]);
     EXPECT_EQ(r.stats.grants_immediate + r.stats.grants_after_wait, r.outcomes[ok]);
     EXPECT_EQ(r.stats.rejections[static_cast<int>(core::reject_reason::timeout)], r.outcomes[timeout]);
     EXPECT_EQ(r.stats.rejections[static_cast<int>(core::reject_reason::cancelled)], r.outcomes[aborted]);

@@ -23,6 +23,10 @@ struct stats {
     std::uint64_t spawn_failures = 0;
     std::array<std::uint64_t, retire_reason_count> retirements{};  // by retire_reason
     std::uint64_t leaks_suspected = 0;
+    // Acquires refused with error::busy by the Boost.Asio adapter's admission (its mailbox
+    // was full) before they reached a scheduler: counted by the adapter beside these
+    // counters (pool.stats()); a scheduler's own counters always hold 0.
+    std::uint64_t busy_rejections = 0;
     // Gauges.
     std::uint64_t queued_waiters = 0;
     std::uint64_t active_handles = 0;

@@ -113,7 +113,12 @@ public:
     [[nodiscard]] std::uint64_t drains_run() const noexcept { return drains_run_.load(std::memory_order_relaxed); }
     [[nodiscard]] std::uint64_t commands_fed() const noexcept { return commands_fed_.load(std::memory_order_relaxed); }
 
-    [[nodiscard]] core::stats stats() const noexcept { return stats_.read(); }
+    // The core's counters as last published, with the adapter's own count of busy refusals.
+    [[nodiscard]] core::stats stats() const noexcept {
+        core::stats s = stats_.read();
+        s.busy_rejections = busy_rejections_.load(std::memory_order_relaxed);
+        return s;
+    }
     [[nodiscard]] std::uint64_t new_handle_id() noexcept { return next_handle_.fetch_add(1, std::memory_order_relaxed); }
     [[nodiscard]] Resource& resource(std::uint32_t slot) noexcept { return *resources_.slots[slot]; }
     [[nodiscard]] resource_slots<Resource>& resources() noexcept { return resources_; }
@@ -135,6 +140,7 @@ public:
                        core::nanos deadline, std::uint32_t weight) {
         if (outstanding_.fetch_add(1, std::memory_order_acq_rel) >= limit_) {
             outstanding_.fetch_sub(1, std::memory_order_acq_rel);
+            busy_rejections_.fetch_add(1, std::memory_order_relaxed);
             auto ex = boost::asio::get_associated_executor(handler, executor_);
             boost::asio::post(ex, boost::asio::append(std::move(handler), make_error_code(error::busy), lease_type()));
             return;
@@ -511,6 +517,7 @@ private:
     std::atomic<std::uint64_t> next_waiter_{1};
     std::atomic<std::uint64_t> next_handle_{1};
     std::atomic<std::uint64_t> drains_posted_{0};
+    std::atomic<std::uint64_t> busy_rejections_{0};
     std::atomic<std::uint64_t> drains_run_{0};    // written by the drain only
     std::atomic<std::uint64_t> commands_fed_{0};  // written by the drain only
     mailbox mailbox_;
