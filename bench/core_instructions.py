@@ -10,10 +10,10 @@ Instruction counts do not depend on the machine's load, unlike time.
 
     bench/core_instructions.py BUILD_DIR [--iterations N]"""
 import json
-import re
-import subprocess
 import sys
-import tempfile
+
+from callgrind import instructions
+
 
 SCENARIOS = [("cycle", []), ("queued_waiters", ["10"]), ("queued_waiters", ["1000"]),
              ("queued_waiters", ["100000"]), ("active_handles", ["1"]), ("active_handles", ["100"]),
@@ -21,14 +21,7 @@ SCENARIOS = [("cycle", []), ("queued_waiters", ["10"]), ("queued_waiters", ["100
 
 
 def collected(program, args):
-    with tempfile.NamedTemporaryFile() as out:
-        run = subprocess.run(["valgrind", "--tool=callgrind", "--toggle-collect=fairpool::core::scheduler::step*",
-                              f"--callgrind-out-file={out.name}", program, *args],
-                             capture_output=True, text=True, check=True)
-    match = re.search(r"Collected : (\d+)", run.stderr)
-    if not match:
-        sys.exit("core_instructions.py: no instruction count in callgrind's output:\n" + run.stderr)
-    return int(match.group(1))
+    return instructions([program, *args], toggle_collect="fairpool::core::scheduler::step*")
 
 
 def main():

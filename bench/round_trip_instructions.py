@@ -11,23 +11,15 @@ depend on the machine's load, unlike time.
 
     bench/round_trip_instructions.py BUILD_DIR [--cycles N]"""
 import json
-import re
-import subprocess
 import sys
-import tempfile
+
+from callgrind import instructions
 
 DESIGNS = ["fairpool", "mutex_condvar", "servicing_task", "notify_retry", "channel"]
 
 
 def collected(program, design, cycles):
-    with tempfile.NamedTemporaryFile() as out:
-        run = subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out.name}", program,
-                              "--round-trip-cycles", design, str(cycles)],
-                             capture_output=True, text=True, check=True)
-    match = re.search(r"Collected : (\d+)", run.stderr)
-    if not match:
-        sys.exit("round_trip_instructions.py: no instruction count in callgrind's output:\n" + run.stderr)
-    return int(match.group(1))
+    return instructions([program, "--round-trip-cycles", design, str(cycles)])
 
 
 def main():
