@@ -158,13 +158,7 @@ public:
             op = operation::create(std::move(handler), executor_, this->shared_from_this(), std::move(block));
         }
         const acquire_command command{op, waiter, handle, deadline, weight};
-        if (on_pool_executor() && mailbox_.state.try_take_idle()) {
-            return drain_or_die([&] {
-                begin_drain();
-                take_acquire(command);
-                finish_drain(inline_drain_budget - 1);
-            });
-        }
+        if (fed_directly([&] { take_acquire(command); })) return;
         const bool pushed = mailbox_.acquires.bounded_push(command);
         FAIRPOOL_ASSERT(pushed);  // admission keeps at most limit_ in flight
         announce(command_kind::acquire);
@@ -172,14 +166,7 @@ public:
 
     void release(std::uint32_t slot, std::uint64_t lease, core::release_outcome outcome) noexcept {
         const slot_command command{core::event_kind::release, slot, lease, outcome};
-        if (on_pool_executor() && mailbox_.state.try_take_idle()) {
-            return drain_or_die([&] {
-                begin_drain();
-                feed(slot_event(command));
-                finish_drain(inline_drain_budget - 1);
-            });
-        }
-        push_slot_command(command);
+        if (!fed_directly([&] { feed(slot_event(command)); })) push_slot_command(command);
     }
 
     void deregister(std::uint64_t handle) noexcept {
@@ -272,11 +259,7 @@ private:
     void announce(std::uint32_t kinds) noexcept {
         switch (mailbox_.state.announce(kinds, on_pool_executor())) {
             case actor_state::wake::none: return;
-            case actor_state::wake::drain_inline:
-                return drain_or_die([this] {
-                    begin_drain();
-                    serve_and_finish(inline_drain_budget);
-                });
+            case actor_state::wake::drain_inline: return drain(inline_drain_budget);
             case actor_state::wake::post_drain: return post_drain();
         }
     }
@@ -303,10 +286,29 @@ private:
 
     void run_posted_drain() noexcept {
         mailbox_.state.begin();
-        drain_or_die([this] {
+        drain(posted_drain_budget);
+    }
+
+    // Holding the actor: one drain, from the pending kinds on.
+    void drain(std::uint32_t budget) noexcept {
+        drain_or_die([this, budget] {
             begin_drain();
-            serve_and_finish(posted_drain_budget);
+            serve_and_finish(budget);
         });
+    }
+
+    // On the pool's executor with the actor idle and nothing pending: a drain whose first
+    // command is the caller's own, fed to the core without a queue round trip. False if
+    // the caller must push it instead.
+    template <class Feed>
+    bool fed_directly(Feed&& feed_command) noexcept {
+        if (!on_pool_executor() || !mailbox_.state.try_take_idle()) return false;
+        drain_or_die([&] {
+            begin_drain();
+            feed_command();
+            finish_drain(inline_drain_budget - 1);
+        });
+        return true;
     }
 
     // A drain cannot stop half-way: the effects of a completed step must all be
