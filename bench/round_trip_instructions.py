@@ -16,6 +16,7 @@ import sys
 from callgrind import instructions
 
 DESIGNS = ["fairpool", "mutex_condvar", "servicing_task", "notify_retry", "channel"]
+CHECKING = "fairpool_check_after_idle"  # bench/scenarios/scenarios.hpp: checking_design
 
 
 def collected(program, design, cycles):
@@ -30,6 +31,10 @@ def main():
         per = (collected(program, design, 2 * n) - collected(program, design, n)) / n
         print(json.dumps({"scenario": "round_trip", "design": design, "metric": "instructions_per_cycle",
                           "value": round(per, 1), "unit": "instructions"}))
+    # fairpool with check_after_idle = 1 ns: every acquire checks the idle resource first
+    per = (collected(program, CHECKING, 2 * n) - collected(program, CHECKING, n)) / n
+    print(json.dumps({"scenario": "round_trip/check_after_idle", "design": "fairpool",
+                      "metric": "instructions_per_cycle", "value": round(per, 1), "unit": "instructions"}))
 
 
 if __name__ == "__main__":

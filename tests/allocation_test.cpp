@@ -73,6 +73,24 @@ TEST(allocation, fifo_policy_and_fifo_idle_order_allocate_nothing) {
     EXPECT_EQ(steps_without_allocation(c, 200'000, 7), 0u);
 }
 
+TEST(allocation, health_checks_resets_and_jitter_allocate_nothing) {
+    core::config c;
+    c.max_slots = 6;
+    c.min_slots = 1;
+    c.max_waiters = 32;
+    c.idle_order = core::idle_order::fifo;  // the cursor over the idle order (decision 12)
+    c.acquire_timeout = 600;
+    c.idle_timeout = 400;
+    c.max_lifetime = 5000;
+    c.max_lifetime_jitter = 2000;
+    c.jitter_seed = 99;
+    c.check_after_idle = 40;
+    c.keepalive_interval = 150;
+    c.max_concurrent_checks = 2;
+    c.reset_on_release = true;
+    EXPECT_EQ(steps_without_allocation(c, 300'000, 11), 0u);
+}
+
 TEST(allocation, a_copied_scheduler_allocates_nothing_either) {
     core::config c;
     c.max_slots = 4;

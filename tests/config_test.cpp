@@ -43,6 +43,12 @@ const std::vector<bound_case>& bound_cases() {
          [](config& c) { c.spawn_backoff_max = c.spawn_backoff_initial - 1; }},
         {"max_concurrent_spawns", [](config& c) { c.max_concurrent_spawns = 1; },
          [](config& c) { c.max_concurrent_spawns = 0; }},
+        {"max_concurrent_checks", [](config& c) { c.max_concurrent_checks = 1; },
+         [](config& c) { c.max_concurrent_checks = 0; }},
+        {"max_lifetime_jitter", [](config& c) { c.max_lifetime = 10, c.max_lifetime_jitter = 10; },
+         [](config& c) { c.max_lifetime = 10, c.max_lifetime_jitter = 11; }},
+        {"max_lifetime_jitter", [](config& c) { c.max_lifetime_jitter = 0; },
+         [](config& c) { c.max_lifetime_jitter = 1; }},  // max_lifetime 0: no jitter either
     };
     return cases;
 }
@@ -56,7 +62,8 @@ TEST(config, defaults_are_valid_and_resolve_dependent_fields) {
               "config max_slots=4 min_slots=0 max_waiters=1024 max_waiters_per_handle=1024 policy=round_robin "
               "idle_order=lifo acquire_timeout=0 idle_timeout=0 max_lifetime=0 max_uses=0 "
               "spawn_backoff_initial=100000000 spawn_backoff_max=30000000000 max_concurrent_spawns=4 "
-              "leak_threshold=0");
+              "leak_threshold=0 check_after_idle=0 keepalive_interval=0 max_concurrent_checks=1 "
+              "reset_on_release=false max_lifetime_jitter=0 jitter_seed=0");
 }
 
 TEST(config, every_field_bound_is_checked_and_named) {
@@ -76,6 +83,7 @@ TEST(config, unbounded_durations_accept_any_value) {
     config c;
     c.acquire_timeout = c.idle_timeout = c.max_lifetime = c.max_uses = c.leak_threshold = never;
     c.spawn_backoff_max = never;
+    c.check_after_idle = c.keepalive_interval = c.max_concurrent_checks = c.max_lifetime_jitter = c.jitter_seed = never;
     EXPECT_EQ(validate(c), std::nullopt);
 }
 

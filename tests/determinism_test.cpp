@@ -30,6 +30,19 @@ core::config busy_config() {
     return c;
 }
 
+// busy_config with every health feature on (issue 13): checks on checkout and keepalive,
+// resets, jittered lifetimes.
+core::config health_config() {
+    core::config c = busy_config();
+    c.check_after_idle = 60;
+    c.keepalive_interval = 250;
+    c.max_concurrent_checks = 2;
+    c.reset_on_release = true;
+    c.max_lifetime_jitter = 1500;
+    c.jitter_seed = 0x5eed;
+    return c;
+}
+
 // Records the events the generator draws against one scheduler.
 std::vector<core::event> record_events(const core::config& c, std::uint64_t seed, int steps) {
     core::scheduler s(c, 1);
@@ -59,6 +72,17 @@ TEST(determinism, same_events_give_byte_identical_effects) {
     const std::string first = replay(core::scheduler(c, 0x1234), events);
     const std::string second = replay(core::scheduler(c, 0xfeedface), events);
     EXPECT_GT(first.size(), 1'000'000u);
+    EXPECT_EQ(first, second);
+    EXPECT_EQ(first, replay(model::reference_model(c), events));
+}
+
+TEST(determinism, same_events_give_byte_identical_effects_with_health_checks) {
+    const core::config c = health_config();
+    const auto events = record_events(c, 2025, 30'000);
+    const std::string first = replay(core::scheduler(c, 0x1234), events);
+    const std::string second = replay(core::scheduler(c, 0xfeedface), events);
+    EXPECT_NE(first.find("= check slot="), std::string::npos);
+    EXPECT_NE(first.find("= reset slot="), std::string::npos);
     EXPECT_EQ(first, second);
     EXPECT_EQ(first, replay(model::reference_model(c), events));
 }

@@ -26,12 +26,17 @@ stats known_stats() {
     s.rejections = {1, 2, 3, 4, 5};
     s.spawns = 7;
     s.spawn_failures = 2;
-    s.retirements = {11, 12, 13, 14, 15, 16};
+    s.retirements = {11, 12, 13, 14, 15, 16, 17};
     s.leaks_suspected = 3;
+    s.checks_started = 31;
+    s.checks_passed = 32;
+    s.checks_failed = 33;
+    s.resets_started = 34;
+    s.resets_failed = 35;
     s.busy_rejections = 8;
     s.queued_waiters = 9;
     s.active_handles = 4;
-    s.slots = {21, 22, 23, 24, 25};
+    s.slots = {21, 22, 23, 24, 25, 26, 27};
     s.wait_histogram[0] = 60;
     s.wait_histogram[11] = 10;
     s.wait_histogram[23] = 15;
@@ -72,9 +77,23 @@ fairpool_retirements_total{pool="db",reason="max_lifetime"} 13
 fairpool_retirements_total{pool="db",reason="idle"} 14
 fairpool_retirements_total{pool="db",reason="died"} 15
 fairpool_retirements_total{pool="db",reason="shutdown"} 16
+fairpool_retirements_total{pool="db",reason="reset_failed"} 17
 # HELP fairpool_leaks_suspected_total Leases held longer than leak_threshold (each reported once).
 # TYPE fairpool_leaks_suspected_total counter
 fairpool_leaks_suspected_total{pool="db"} 3
+# HELP fairpool_checks_started_total Health checks started (before a grant of a stale resource, or keepalive).
+# TYPE fairpool_checks_started_total counter
+fairpool_checks_started_total{pool="db"} 31
+# HELP fairpool_checks_total Health checks finished, by outcome.
+# TYPE fairpool_checks_total counter
+fairpool_checks_total{pool="db",outcome="alive"} 32
+fairpool_checks_total{pool="db",outcome="dead"} 33
+# HELP fairpool_resets_started_total Resets of released resources started.
+# TYPE fairpool_resets_started_total counter
+fairpool_resets_started_total{pool="db"} 34
+# HELP fairpool_resets_failed_total Resets that failed (the resource was retired).
+# TYPE fairpool_resets_failed_total counter
+fairpool_resets_failed_total{pool="db"} 35
 # HELP fairpool_slots Slots by state.
 # TYPE fairpool_slots gauge
 fairpool_slots{pool="db",state="empty"} 21
@@ -82,6 +101,8 @@ fairpool_slots{pool="db",state="spawning"} 22
 fairpool_slots{pool="db",state="idle"} 23
 fairpool_slots{pool="db",state="leased"} 24
 fairpool_slots{pool="db",state="retiring"} 25
+fairpool_slots{pool="db",state="checking"} 26
+fairpool_slots{pool="db",state="resetting"} 27
 # HELP fairpool_waiters Acquires queued, waiting for a resource.
 # TYPE fairpool_waiters gauge
 fairpool_waiters{pool="db"} 9
@@ -229,7 +250,7 @@ TEST(prometheus, several_pools_share_one_help_and_type_per_family) {
     for (const auto& line : lines_of(text)) {
         if (line.starts_with("# TYPE ")) ++types;
     }
-    EXPECT_EQ(types, 12u);  // one per family
+    EXPECT_EQ(types, 16u);  // one per family (4 of them health: checks started, checks, resets started, resets failed)
     EXPECT_THAT(text, HasSubstr("fairpool_acquires_total{pool=\"a\"} 101\nfairpool_acquires_total{pool=\"b\"} 0\n"));
     EXPECT_THAT(text, HasSubstr("fairpool_acquire_wait_seconds_count{pool=\"a\"} 90\n"));
     EXPECT_THAT(text, HasSubstr("fairpool_acquire_wait_seconds_count{pool=\"b\"} 0\n"));

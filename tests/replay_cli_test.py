@@ -40,6 +40,8 @@ def events_only_trace_prints_canonically_and_checks():
     lines = out.stdout.splitlines()
     assert lines[0] == "fairpool-trace v1"
     assert lines[1].startswith("config max_slots=2 min_slots=1 max_waiters=1024 "), lines[1]
+    assert lines[1].endswith(" leak_threshold=0 check_after_idle=0 keepalive_interval=0 max_concurrent_checks=1 "
+                             "reset_on_release=false max_lifetime_jitter=0 jitter_seed=0"), lines[1]
     assert "= grant waiter=1 slot=0 lease=1" in lines and "! stale_lease" in lines, out.stdout
     canonical = write("canonical.trace", out.stdout)
     check = run("--check", canonical)
@@ -85,6 +87,37 @@ def stats_report_fairness():
     assert "timeout=2" in out.stdout and "Jain's fairness index" in out.stdout, out.stdout
 
 
+HEALTH = """fairpool-trace v1
+config max_slots=2 min_slots=1 check_after_idle=100 reset_on_release=true
+@0 start
+@10 spawned slot=0
+@20 acquire waiter=1 handle=7
+@30 release slot=0 lease=1 outcome=clean
+@40 reset_done slot=0 outcome=ok
+@200 acquire waiter=2 handle=7
+@210 checked slot=0 outcome=alive
+@220 release slot=0 lease=2 outcome=clean
+@230 reset_done slot=0 outcome=failed
+@240 retired slot=0
+@250 spawned slot=1
+@400 acquire waiter=3 handle=8
+@410 checked slot=1 outcome=dead
+@420 spawned slot=0
+"""
+
+
+def stats_report_checks_and_resets():
+    out = run("--stats", "-", stdin=HEALTH)
+    assert out.returncode == 0, out.stderr
+    assert "checks: started=2 passed=1 failed=1" in out.stdout, out.stdout
+    assert "resets: started=2 failed=1" in out.stdout, out.stdout
+    canonical = run("-", stdin=HEALTH)
+    assert canonical.returncode == 0, canonical.stderr
+    assert " check_after_idle=100 keepalive_interval=0 max_concurrent_checks=1 reset_on_release=true " in \
+        canonical.stdout.splitlines()[1], canonical.stdout
+    assert run("--invariants", "-", stdin=HEALTH).returncode == 0
+
+
 def minimize_shrinks_a_planted_failure_to_a_handful():
     # A long simulated run, then a planted bug: dirty resources are not retired.
     made = subprocess.run([sim, "--seed", "7", "--events", "5000", "--trace-always", "--out", scratch, "--quiet"],
@@ -112,11 +145,26 @@ def minimize_shrinks_a_planted_failure_to_a_handful():
         path = write("minus-one.trace", "\n".join(header + kept_events[:i] + kept_events[i + 1:]) + "\n")
         assert run("--invariants", "--fault", "reuse-dirty", path).returncode == 0, f"{event} was removable"
     print(f"    {events} events shrunk to {len(kept)}: {' | '.join(l.strip() for l in kept)}")
+    # The same for a health bug: a resource found dead by its check is kept (seed 59 has
+    # checks, some of them dead).
+    made = subprocess.run([sim, "--seed", "59", "--events", "3000", "--trace-always", "--out", scratch, "--quiet"],
+                          capture_output=True, text=True)
+    assert made.returncode == 0, made.stdout + made.stderr
+    health_trace = os.path.join(scratch, "fairpool-sim-59.trace")
+    events = sum(1 for l in open(health_trace) if l.startswith("@"))
+    failing = run("--invariants", "--fault", "keep-dead", health_trace)
+    assert failing.returncode == 1, failing.stdout
+    out = run("--fault", "keep-dead", "--minimize", small, health_trace)
+    assert out.returncode == 0, out.stdout + out.stderr
+    kept = [l for l in open(small) if l.startswith("@")]
+    assert any(" checked " in l and "outcome=dead" in l for l in kept) and len(kept) <= 12, kept
+    assert run("--invariants", "--fault", "keep-dead", small).returncode == 1
+    print(f"    keep-dead: {events} events shrunk to {len(kept)}: {' | '.join(l.strip() for l in kept)}")
 
 
 cases = [events_only_trace_prints_canonically_and_checks, changed_effect_fails_check_at_its_line,
          missing_and_extra_effects_and_errors_fail_check, unreadable_input_exits_2, stats_report_fairness,
-         minimize_shrinks_a_planted_failure_to_a_handful]
+         stats_report_checks_and_resets, minimize_shrinks_a_planted_failure_to_a_handful]
 failed = 0
 for case in cases:
     try:

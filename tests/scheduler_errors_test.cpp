@@ -106,7 +106,8 @@ TYPED_TEST(errors, equal_time_is_fine) {
 
 TYPED_TEST(errors, bad_slot) {
     for (const E& e : {E::release(35, 3, 1), E::spawned(35, 3), E::spawn_failed(35, 65535), E::retired(35, 4),
-                       E::died(35, 100)})
+                       E::died(35, 100), E::checked(35, 3, core::check_outcome::alive),
+                       E::reset_done(35, 65535, core::reset_outcome::failed)})
         this->expect_refused_without_change(this->busy_pool(), e, event_error::bad_slot);
 }
 
@@ -159,6 +160,19 @@ TYPED_TEST(errors, not_retiring) {
 TYPED_TEST(errors, not_idle) {
     for (const E& e : {E::died(35, 0), E::died(35, 1), E::died(35, 2)})
         this->expect_refused_without_change(this->busy_pool(), e, event_error::not_idle);
+}
+
+// A slot leased, spawning or empty is not checking, nor resetting; either outcome.
+TYPED_TEST(errors, not_checking) {
+    for (const E& e : {E::checked(35, 0, core::check_outcome::alive), E::checked(35, 1, core::check_outcome::dead),
+                       E::checked(35, 2, core::check_outcome::alive)})
+        this->expect_refused_without_change(this->busy_pool(), e, event_error::not_checking);
+}
+
+TYPED_TEST(errors, not_resetting) {
+    for (const E& e : {E::reset_done(35, 0, core::reset_outcome::ok), E::reset_done(35, 1, core::reset_outcome::failed),
+                       E::reset_done(35, 2, core::reset_outcome::ok)})
+        this->expect_refused_without_change(this->busy_pool(), e, event_error::not_resetting);
 }
 
 TYPED_TEST(errors, checks_run_in_contract_order) {

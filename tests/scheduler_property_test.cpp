@@ -100,6 +100,15 @@ core::config generate_config() {
     c.spawn_backoff_max = c.spawn_backoff_initial * *rc::gen::element<nanos>(1, 4, 100);
     if (*rc::gen::arbitrary<bool>()) c.max_concurrent_spawns = *rc::gen::inRange<std::uint64_t>(1, c.max_slots + 2);
     c.leak_threshold = duration();
+    // Health (issue 13): mostly off; when on, often short against the generator's time
+    // steps (mostly < 30 ns, sometimes up to 2000 ns), so that checks and keepalives fire.
+    c.check_after_idle = *rc::gen::element<nanos>(0, 0, 1, 10, 50, 300);
+    c.keepalive_interval = *rc::gen::element<nanos>(0, 0, 1, 20, 100, 600);
+    c.max_concurrent_checks = *rc::gen::inRange<std::uint64_t>(1, c.max_slots + 2);
+    c.reset_on_release = *rc::gen::element(false, false, true);
+    if (c.max_lifetime > 0 && *rc::gen::arbitrary<bool>())
+        c.max_lifetime_jitter = *rc::gen::inRange<nanos>(0, c.max_lifetime + 1);
+    c.jitter_seed = *rc::gen::arbitrary<std::uint64_t>();
     return c;
 }
 
@@ -119,6 +128,10 @@ RC_GTEST_PROP(scheduler_property, core_matches_model_and_invariants_hold, ()) {
     RC_CLASSIFY(s.leaks_suspected > 0, "leaks");
     RC_CLASSIFY(s.spawn_failures > 0, "spawn failures");
     RC_CLASSIFY(s.retirements[static_cast<int>(core::retire_reason::idle)] > 0, "idle timeouts");
+    RC_CLASSIFY(s.checks_passed > 0, "checks passed");
+    RC_CLASSIFY(s.checks_failed > 0, "checks failed");
+    RC_CLASSIFY(s.resets_started > 0, "resets");
+    RC_CLASSIFY(s.resets_failed > 0, "resets failed");
 }
 
 }  // namespace

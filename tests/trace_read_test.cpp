@@ -53,7 +53,8 @@ const std::string canonical_example =
     "config max_slots=2 min_slots=1 max_waiters=1024 max_waiters_per_handle=1024 policy=round_robin "
     "idle_order=lifo acquire_timeout=5000000 idle_timeout=0 max_lifetime=0 max_uses=0 "
     "spawn_backoff_initial=100000000 spawn_backoff_max=30000000000 max_concurrent_spawns=2 "
-    "leak_threshold=0\n"
+    "leak_threshold=0 check_after_idle=0 keepalive_interval=0 max_concurrent_checks=1 reset_on_release=false "
+    "max_lifetime_jitter=0 jitter_seed=0\n"
     "@0 start\n"
     "= spawn slot=0\n"
     "@10 spawned slot=0\n"
@@ -185,6 +186,12 @@ TEST(trace_read, every_event_effect_reason_and_error_code_round_trips) {
     t.config.spawn_backoff_max = max;
     t.config.max_concurrent_spawns = 9;
     t.config.leak_threshold = 5;
+    t.config.check_after_idle = 6;
+    t.config.keepalive_interval = max;
+    t.config.max_concurrent_checks = max;
+    t.config.reset_on_release = true;
+    t.config.max_lifetime_jitter = 2;
+    t.config.jitter_seed = max;
 
     const std::vector<event> events = {
         event::start(0),
@@ -200,11 +207,16 @@ TEST(trace_read, every_event_effect_reason_and_error_code_round_trips) {
         event::spawn_failed(10, 1),
         event::retired(11, 2),
         event::died(12, 3),
+        event::checked(13, 4, core::check_outcome::alive),
+        event::checked(13, 65535, core::check_outcome::dead),
+        event::reset_done(14, 0, core::reset_outcome::ok),
+        event::reset_done(14, 5, core::reset_outcome::failed),
         event::tick(max),
         event::shutdown(max),
     };
     std::vector<effect> effects = {effect::grant(max, 65535, max), effect::spawn(0),
-                                   effect::leak_suspected(65535, max), effect::closed()};
+                                   effect::leak_suspected(65535, max), effect::check(65535),
+                                   effect::reset(0),                   effect::closed()};
     for (int r = 0; r < core::reject_reason_count; ++r)
         effects.push_back(effect::reject(r, static_cast<core::reject_reason>(r)));
     for (int r = 0; r < core::retire_reason_count; ++r)
@@ -409,6 +421,10 @@ TEST(trace_read, bad_config_keys_and_values_are_refused_on_the_config_line) {
     EXPECT_EQ(error(h + "config policy=random\n"),
               "3: bad value 'random' for 'policy', expected round_robin or fifo");
     EXPECT_EQ(error(h + "config idle_order=newest\n"), "3: bad value 'newest' for 'idle_order', expected lifo or fifo");
+    EXPECT_EQ(error(h + "config reset_on_release=1\n"),
+              "3: bad value '1' for 'reset_on_release', expected false or true");
+    EXPECT_EQ(error(h + "config reset_on_release=True\n"),
+              "3: bad value 'True' for 'reset_on_release', expected false or true");
     EXPECT_EQ(error(h + "config max_slots\n"), "3: expected key=value, found 'max_slots'");
     EXPECT_EQ(error(h + "config =2\n"), "3: expected key=value, found '=2'");
     EXPECT_EQ(error(h + "config max_slots = 2\n"), "3: expected key=value, found 'max_slots'");
@@ -416,7 +432,8 @@ TEST(trace_read, bad_config_keys_and_values_are_refused_on_the_config_line) {
 
 TEST(trace_read, every_config_key_of_the_contract_is_accepted) {
     const trace t = parsed(
-        "fairpool-trace v1\nconfig leak_threshold=14 max_concurrent_spawns=13 spawn_backoff_max=12 "
+        "fairpool-trace v1\nconfig jitter_seed=19 max_lifetime_jitter=9 reset_on_release=true max_concurrent_checks=17 "
+        "keepalive_interval=16 check_after_idle=15 leak_threshold=14 max_concurrent_spawns=13 spawn_backoff_max=12 "
         "spawn_backoff_initial=11 max_uses=10 max_lifetime=9 idle_timeout=8 acquire_timeout=7 idle_order=fifo "
         "policy=fifo max_waiters_per_handle=4 max_waiters=30 min_slots=2 max_slots=16\n");
     core::config c;
@@ -434,6 +451,12 @@ TEST(trace_read, every_config_key_of_the_contract_is_accepted) {
     c.spawn_backoff_max = 12;
     c.max_concurrent_spawns = 13;
     c.leak_threshold = 14;
+    c.check_after_idle = 15;
+    c.keepalive_interval = 16;
+    c.max_concurrent_checks = 17;
+    c.reset_on_release = true;
+    c.max_lifetime_jitter = 9;
+    c.jitter_seed = 19;
     EXPECT_EQ(t.config, c);
 }
 
@@ -450,6 +473,10 @@ TEST(trace_read, invalid_config_is_refused_on_the_config_line_with_the_validator
               "2: invalid config: spawn_backoff_initial: 0 is out of range 1..2^64-1");
     EXPECT_EQ(error("fairpool-trace v1\nconfig max_concurrent_spawns=0\n"),
               "2: invalid config: max_concurrent_spawns: 0 is out of range 1..2^64-1");
+    EXPECT_EQ(error("fairpool-trace v1\nconfig max_concurrent_checks=0\n"),
+              "2: invalid config: max_concurrent_checks: 0 is out of range 1..2^64-1");
+    EXPECT_EQ(error("fairpool-trace v1\nconfig max_lifetime=5 max_lifetime_jitter=6\n"),
+              "2: invalid config: max_lifetime_jitter: 6 is out of range 0..max_lifetime (5)");
 }
 
 TEST(trace_read, second_header_or_config_is_refused) {
@@ -502,6 +529,10 @@ TEST(trace_read, missing_field_for_the_event_is_refused) {
     EXPECT_EQ(error(head + "@0 deregister\n"), "3: missing field 'handle' for event deregister");
     for (const char* kind : {"spawned", "spawn_failed", "retired", "died"})
         EXPECT_EQ(error(head + "@0 " + kind + "\n"), std::string("3: missing field 'slot' for event ") + kind);
+    EXPECT_EQ(error(head + "@0 checked outcome=alive\n"), "3: missing field 'slot' for event checked");
+    EXPECT_EQ(error(head + "@0 checked slot=0\n"), "3: missing field 'outcome' for event checked");
+    EXPECT_EQ(error(head + "@0 reset_done outcome=ok\n"), "3: missing field 'slot' for event reset_done");
+    EXPECT_EQ(error(head + "@0 reset_done slot=0\n"), "3: missing field 'outcome' for event reset_done");
 }
 
 TEST(trace_read, repeated_key_is_refused) {
@@ -551,6 +582,13 @@ TEST(trace_read, bad_outcome_is_refused) {
               "3: bad value 'broken' for 'outcome', expected clean or dirty");
     EXPECT_EQ(error(head + "@0 release slot=0 lease=1 outcome=\n"),
               "3: bad value '' for 'outcome', expected clean or dirty");
+    // Each event spells its own outcomes.
+    EXPECT_EQ(error(head + "@0 checked slot=0 outcome=clean\n"),
+              "3: bad value 'clean' for 'outcome', expected alive or dead");
+    EXPECT_EQ(error(head + "@0 reset_done slot=0 outcome=alive\n"),
+              "3: bad value 'alive' for 'outcome', expected ok or failed");
+    EXPECT_EQ(error(head + "@0 release slot=0 lease=1 outcome=ok\n"),
+              "3: bad value 'ok' for 'outcome', expected clean or dirty");
 }
 
 TEST(trace_read, first_problem_on_a_line_is_reported) {
@@ -589,7 +627,10 @@ TEST(trace_read, bad_effects_are_refused) {
     EXPECT_EQ(error(h + "= reject waiter=1 reason=idle\n"),
               "4: bad value 'idle' for 'reason', expected saturated, timeout, cancelled, deregistered or closed");
     EXPECT_EQ(error(h + "= retire slot=0 reason=timeout\n"),
-              "4: bad value 'timeout' for 'reason', expected dirty, max_uses, max_lifetime, idle, died or shutdown");
+              "4: bad value 'timeout' for 'reason', expected dirty, max_uses, max_lifetime, idle, died, shutdown or "
+              "reset_failed");
+    EXPECT_EQ(error(h + "= check\n"), "4: missing field 'slot' for effect check");
+    EXPECT_EQ(error(h + "= reset slot=0 reason=dirty\n"), "4: unknown key 'reason' for effect reset");
     EXPECT_EQ(error(h + "= spawn slot=-0\n"), "4: bad number '-0' for 'slot'");
     EXPECT_EQ(error(h + "= closed extra\n"), "4: expected key=value, found 'extra'");
 }

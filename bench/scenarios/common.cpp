@@ -8,15 +8,19 @@
 namespace fairpool_bench {
 
 std::unique_ptr<fairpool_design::pool_type> fairpool_design::make(asio::io_context& io, std::size_t size,
-                                                                  std::ostream* recorder) {
+                                                                  std::ostream* recorder,
+                                                                  std::uint64_t check_after_idle) {
     fairpool::pool_options o;
     o.scheduler.max_slots = static_cast<std::uint32_t>(size);
     o.scheduler.min_slots = static_cast<std::uint32_t>(size);
+    o.scheduler.check_after_idle = check_after_idle;
     o.recorder = recorder;
     auto next = std::make_shared<int>(0);
-    auto p = std::make_unique<pool_type>(io.get_executor(), o, [next]() -> asio::awaitable<connection> {
-        co_return connection{(*next)++};
-    });
+    fairpool::resource_hooks<connection> hooks{
+        .create = [next]() -> asio::awaitable<connection> { co_return connection{(*next)++}; },
+    };
+    if (check_after_idle > 0) hooks.check = [](connection&) -> asio::awaitable<bool> { co_return true; };
+    auto p = std::make_unique<pool_type>(io.get_executor(), o, std::move(hooks));
     io.restart();
     io.run();  // prewarm: every slot spawned
     io.restart();

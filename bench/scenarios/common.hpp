@@ -60,7 +60,10 @@ constexpr bool blocking_source = requires(Source& s) { s.pool->acquire_blocking(
 struct fairpool_design {
     static constexpr const char* name = "fairpool";
     using pool_type = fairpool::pool<connection>;
-    static std::unique_ptr<pool_type> make(asio::io_context& io, std::size_t size, std::ostream* recorder = nullptr);
+    // check_after_idle > 0: a check hook that answers alive at once, so what is measured
+    // is the pool's own cost of a check on checkout, not a backend's round trip.
+    static std::unique_ptr<pool_type> make(asio::io_context& io, std::size_t size, std::ostream* recorder = nullptr,
+                                           std::uint64_t check_after_idle = 0);
     static auto source(pool_type& p) { return p.make_handle(); }
 };
 

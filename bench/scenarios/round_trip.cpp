@@ -21,6 +21,7 @@ struct round_trip_result {
     double ns_per_cycle = 0;
     double allocations_per_cycle = 0;
     double handlers_per_cycle = 0;
+    double checks_per_cycle = 0;  // the checking round trip's
 };
 
 template <class Source>
@@ -107,9 +108,23 @@ round_trip_result recording_round_trip_once(std::size_t cycles) {
     return measure_round_trip(io, source, cycles, "fairpool (recording)");
 }
 
+// check_after_idle = 1 ns: the idle resource is stale at every acquire (time passes
+// between a release and the next acquire), so each cycle checks it first.
+round_trip_result checking_round_trip_once(std::size_t cycles) {
+    asio::io_context io(1);
+    auto pool = fairpool_design::make(io, 1, nullptr, 1);
+    auto source = fairpool_design::source(*pool);
+    const std::uint64_t checks_before = pool->stats().checks_started;
+    auto result = measure_round_trip(io, source, cycles, "fairpool (check_after_idle)");
+    result.checks_per_cycle =
+        static_cast<double>(pool->stats().checks_started - checks_before) / static_cast<double>(cycles + 1000);
+    return result;
+}
+
 }  // namespace
 
 bool round_trip_cycles(const char* design, std::size_t cycles) {
+    if (std::string_view(design) == checking_design) return checking_round_trip_once(cycles), true;
     bool found = false;
     for_each_design([&](auto d, std::size_t) {
         if (std::string_view(d.name) != design) return;
@@ -122,7 +137,7 @@ bool round_trip_cycles(const char* design, std::size_t cycles) {
 void scenario_round_trip(int reps, std::size_t cycles) {
     std::fprintf(stderr, "round_trip: %d reps x %zu cycles per design\n", reps, cycles);
     std::vector<std::vector<double>> ns(design_count), allocs(design_count), handlers(design_count);
-    std::vector<double> recording_ns, recording_allocs;
+    std::vector<double> recording_ns, recording_allocs, checking_ns, checking_allocs, checking_handlers, checks;
     for (int r = 0; r < reps; ++r) {
         for_each_design([&](auto design, std::size_t d) {
             const auto result = round_trip_once<decltype(design)>(cycles);
@@ -133,6 +148,11 @@ void scenario_round_trip(int reps, std::size_t cycles) {
         const auto recorded = recording_round_trip_once(cycles);
         recording_ns.push_back(recorded.ns_per_cycle);
         recording_allocs.push_back(recorded.allocations_per_cycle);
+        const auto checked = checking_round_trip_once(cycles);
+        checking_ns.push_back(checked.ns_per_cycle);
+        checking_allocs.push_back(checked.allocations_per_cycle);
+        checking_handlers.push_back(checked.handlers_per_cycle);
+        checks.push_back(checked.checks_per_cycle);
     }
     for_each_design([&](auto design, std::size_t d) {
         row("round_trip", design.name, "ns_per_cycle", median(ns[d]), "ns");
@@ -142,6 +162,11 @@ void scenario_round_trip(int reps, std::size_t cycles) {
     row("round_trip/recording", "fairpool", "ns_per_cycle", median(recording_ns), "ns");
     row("round_trip/recording", "fairpool", "allocs_per_cycle", median(recording_allocs), "count");
     row("round_trip/recording", "fairpool", "overhead_vs_off", median(recording_ns) / median(ns[0]), "ratio");
+    row("round_trip/check_after_idle", "fairpool", "ns_per_cycle", median(checking_ns), "ns");
+    row("round_trip/check_after_idle", "fairpool", "allocs_per_cycle", median(checking_allocs), "count");
+    row("round_trip/check_after_idle", "fairpool", "handlers_per_cycle", median(checking_handlers), "count");
+    row("round_trip/check_after_idle", "fairpool", "checks_per_cycle", median(checks), "count");
+    row("round_trip/check_after_idle", "fairpool", "overhead_vs_off", median(checking_ns) / median(ns[0]), "ratio");
 }
 
 }  // namespace fairpool_bench

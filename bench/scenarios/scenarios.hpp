@@ -11,6 +11,8 @@ namespace fairpool_bench {
 void scenario_round_trip(int reps, std::size_t cycles);
 // Only `cycles` round trips of the named design (false if there is none so named).
 bool round_trip_cycles(const char* design, std::size_t cycles);
+// The design name round_trip_cycles takes for fairpool with check_after_idle = 1 ns.
+inline constexpr const char* checking_design = "fairpool_check_after_idle";
 
 // Pool size 4/8/16 × workers 4/16/64/256, 10 cycles each, 2 threads: total time and
 // per-acquire wait median, p99, p99.9, max.

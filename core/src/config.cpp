@@ -39,6 +39,11 @@ std::optional<std::string> validate(const config& input) {
                             "spawn_backoff_initial (" + std::to_string(c.spawn_backoff_initial) + ")..2^64-1");
     if (*c.max_concurrent_spawns < 1)
         return out_of_range("max_concurrent_spawns", *c.max_concurrent_spawns, "1..2^64-1");
+    if (c.max_concurrent_checks < 1)
+        return out_of_range("max_concurrent_checks", c.max_concurrent_checks, "1..2^64-1");
+    if (c.max_lifetime_jitter > c.max_lifetime)
+        return out_of_range("max_lifetime_jitter", c.max_lifetime_jitter,
+                            "0..max_lifetime (" + std::to_string(c.max_lifetime) + ")");
     return std::nullopt;
 }
 

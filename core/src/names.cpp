@@ -16,7 +16,8 @@ const char* name_of(Enum value, const char* const (&names)[N]) noexcept {
 const char* to_string(event_kind k) noexcept {
     static const char* const names[] = {"start",   "acquire",      "cancel",  "deregister",
                                         "release", "spawned",      "spawn_failed", "retired",
-                                        "died",    "tick",         "shutdown"};
+                                        "died",    "tick",         "shutdown",     "checked",
+                                        "reset_done"};
     return name_of(k, names);
 }
 
@@ -25,15 +26,26 @@ const char* to_string(release_outcome o) noexcept {
     return name_of(o, names);
 }
 
+const char* to_string(check_outcome o) noexcept {
+    static const char* const names[] = {"alive", "dead"};
+    return name_of(o, names);
+}
+
+const char* to_string(reset_outcome o) noexcept {
+    static const char* const names[] = {"ok", "failed"};
+    return name_of(o, names);
+}
+
 const char* to_string(event_error e) noexcept {
     static const char* const names[] = {"ok",           "not_started",      "already_started", "time_went_backwards",
                                         "bad_slot",     "bad_weight",       "duplicate_waiter", "stale_lease",
-                                        "not_spawning", "not_retiring",     "not_idle"};
+                                        "not_spawning", "not_retiring",     "not_idle",        "not_checking",
+                                        "not_resetting"};
     return name_of(e, names);
 }
 
 const char* to_string(effect_kind k) noexcept {
-    static const char* const names[] = {"grant", "reject", "spawn", "retire", "leak_suspected", "closed"};
+    static const char* const names[] = {"grant", "reject", "spawn", "retire", "leak_suspected", "closed", "check", "reset"};
     return name_of(k, names);
 }
 
@@ -43,12 +55,12 @@ const char* to_string(reject_reason r) noexcept {
 }
 
 const char* to_string(retire_reason r) noexcept {
-    static const char* const names[] = {"dirty", "max_uses", "max_lifetime", "idle", "died", "shutdown"};
+    static const char* const names[] = {"dirty", "max_uses", "max_lifetime", "idle", "died", "shutdown", "reset_failed"};
     return name_of(r, names);
 }
 
 const char* to_string(slot_state s) noexcept {
-    static const char* const names[] = {"empty", "spawning", "idle", "leased", "retiring"};
+    static const char* const names[] = {"empty", "spawning", "idle", "leased", "retiring", "checking", "resetting"};
     return name_of(s, names);
 }
 

@@ -165,6 +165,17 @@ void append_prometheus_text(std::string& out, std::span<const prometheus_pool> p
                                   "reason", &stats::retirements);
     append_scalar(out, pools, "fairpool_leaks_suspected_total", "counter",
                   "Leases held longer than leak_threshold (each reported once).", &stats::leaks_suspected);
+    append_scalar(out, pools, "fairpool_checks_started_total", "counter",
+                  "Health checks started (before a grant of a stale resource, or keepalive).", &stats::checks_started);
+    append_family(out, "fairpool_checks_total", "counter", "Health checks finished, by outcome.");
+    for (const auto& pool : pools) {
+        append_sample(out, "fairpool_checks_total", pool.label, pool.values->checks_passed, "outcome", "alive");
+        append_sample(out, "fairpool_checks_total", pool.label, pool.values->checks_failed, "outcome", "dead");
+    }
+    append_scalar(out, pools, "fairpool_resets_started_total", "counter", "Resets of released resources started.",
+                  &stats::resets_started);
+    append_scalar(out, pools, "fairpool_resets_failed_total", "counter",
+                  "Resets that failed (the resource was retired).", &stats::resets_failed);
     append_by_enum<slot_state>(out, pools, "fairpool_slots", "gauge", "Slots by state.", "state", &stats::slots);
     append_scalar(out, pools, "fairpool_waiters", "gauge", "Acquires queued, waiting for a resource.",
                   &stats::queued_waiters);

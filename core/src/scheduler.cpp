@@ -18,15 +18,18 @@ std::uint32_t u32(std::uint64_t v) noexcept { return static_cast<std::uint32_t>(
 
 // The slot life cycle (section 1): empty → spawning → idle ⇄ leased, and back to
 // empty through retiring; a spawn that fails goes straight back to empty, and one that
-// completes during shutdown retires at once.
+// completes during shutdown retires at once. Health: idle → checking → idle or
+// retiring; leased → resetting → idle or retiring.
 constexpr unsigned bit(slot_state s) noexcept { return 1U << static_cast<unsigned>(s); }
 
 constexpr unsigned legal_next[slot_state_count] = {
     /* empty    */ bit(slot_state::spawning),
     /* spawning */ bit(slot_state::idle) | bit(slot_state::empty) | bit(slot_state::retiring),
-    /* idle     */ bit(slot_state::leased) | bit(slot_state::retiring),
-    /* leased   */ bit(slot_state::idle) | bit(slot_state::retiring),
-    /* retiring */ bit(slot_state::empty),
+    /* idle      */ bit(slot_state::leased) | bit(slot_state::retiring) | bit(slot_state::checking),
+    /* leased    */ bit(slot_state::idle) | bit(slot_state::retiring) | bit(slot_state::resetting),
+    /* retiring  */ bit(slot_state::empty),
+    /* checking  */ bit(slot_state::idle) | bit(slot_state::retiring),
+    /* resetting */ bit(slot_state::idle) | bit(slot_state::retiring),
 };
 
 constexpr bool legal_transition(slot_state from, slot_state to) noexcept {
@@ -35,6 +38,19 @@ constexpr bool legal_transition(slot_state from, slot_state to) noexcept {
 static_assert(legal_transition(slot_state::idle, slot_state::leased));
 static_assert(!legal_transition(slot_state::leased, slot_state::empty));
 static_assert(!legal_transition(slot_state::idle, slot_state::idle));
+static_assert(!legal_transition(slot_state::checking, slot_state::leased));
+static_assert(!legal_transition(slot_state::resetting, slot_state::leased));
+
+__extension__ typedef unsigned __int128 u128;  // NOLINT(modernize-use-using): __extension__ needs typedef
+
+// splitmix64 (decision 13): one step of the generator over `state`.
+constexpr std::uint64_t splitmix64(std::uint64_t& state) noexcept {
+    state += 0x9e3779b97f4a7c15ULL;
+    std::uint64_t z = state;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
 
 std::uint64_t random_seed() {
     std::random_device device;
@@ -53,12 +69,13 @@ detail::bounded_vector<std::uint32_t> all_free(std::uint32_t n) {
 scheduler::scheduler(const config& c) : scheduler(c, random_seed()) {}
 
 scheduler::scheduler(const config& c, std::uint64_t hash_seed)
-    : config_(checked(c)),
+    : config_(core::checked(c)),
       effects_(max_effects_per_step(config_)),
       slots_(config_.max_slots),
       idle_links_(u32(config_.max_slots)),
       leak_links_(u32(config_.max_slots)),
       aged_idle_(u32(config_.max_slots)),
+      idle_times_(u32(config_.max_slots)),
       empty_slots_(u32(config_.max_slots)),
       scratch_(config_.max_slots),
       waiters_(config_.max_waiters),
@@ -71,8 +88,20 @@ scheduler::scheduler(const config& c, std::uint64_t hash_seed)
       free_handles_(all_free(u32(config_.max_waiters))),
       rotation_links_(u32(config_.max_waiters)),
       handle_ids_(u32(config_.max_waiters), hash_seed * 0x9e3779b97f4a7c15ULL + 1) {
+    by_idle_time_ = config_.idle_timeout > 0 && (config_.check_after_idle > 0 || config_.keepalive_interval > 0);
+    idle_bookkeeping_ = config_.max_lifetime > 0 || config_.idle_timeout > 0 || config_.check_after_idle > 0 ||
+                        config_.keepalive_interval > 0;
+    jitter_state_ = config_.jitter_seed;
     for (std::uint32_t s = 0; s < config_.max_slots; ++s) empty_slots_.push(s, 0, s);
     stats_.slots[static_cast<int>(slot_state::empty)] = config_.max_slots;
+}
+
+// The idle slot a grant takes (idle order), or no_index if every idle slot is stale.
+// Defined first so that the steps inline it.
+inline std::uint32_t scheduler::grantable_idle_slot() const noexcept {
+    FAIRPOOL_ASSERT(!idle_order_.empty());
+    if (config_.check_after_idle > 0) return first_fresh_idle_slot();
+    return config_.idle_order == idle_order::lifo ? idle_order_.tail : idle_order_.head;
 }
 
 // ---------------------------------------------------------------------------------
@@ -90,7 +119,8 @@ step_result scheduler::step(const event& e) {
     if (!idle_order_.empty() && !arrivals_order_.empty()) hand_out();
     if (spawn_inputs_changed_) plan_spawns();
     if (shutting_down_) close_if_done();
-    FAIRPOOL_DEBUG_ASSERT(idle_order_.empty() || arrivals_order_.empty());  // invariant 6
+    FAIRPOOL_DEBUG_ASSERT(idle_order_.empty() || arrivals_order_.empty() ||  // invariant 6
+                          (grantable_idle_slot() == no_index && uncovered_waiters() <= 0));
     FAIRPOOL_DEBUG_ASSERT(stats_.queued_waiters == arrivals_order_.size);
     FAIRPOOL_DEBUG_ASSERT(stats_.queued_waiters <= config_.max_waiters);
     FAIRPOOL_DEBUG_ASSERT(count(slot_state::idle) == idle_order_.size);
@@ -122,6 +152,8 @@ event_error scheduler::validate(const event& e) const noexcept {
             return validate_slot(e, slot_state::spawning, event_error::not_spawning);
         case event_kind::retired: return validate_slot(e, slot_state::retiring, event_error::not_retiring);
         case event_kind::died: return validate_slot(e, slot_state::idle, event_error::not_idle);
+        case event_kind::checked: return validate_slot(e, slot_state::checking, event_error::not_checking);
+        case event_kind::reset_done: return validate_slot(e, slot_state::resetting, event_error::not_resetting);
         default: return event_error::ok;
     }
 }
@@ -143,6 +175,7 @@ void scheduler::expire() {
     report_leaks();
     retire_aged_idle();
     retire_idle_timeouts();
+    start_keepalive_checks();
     due_ = earliest_time_driven_work();
 }
 
@@ -151,15 +184,21 @@ nanos scheduler::earliest_time_driven_work() const noexcept {
     if (!deadlines_.empty()) earliest = deadlines_.earliest().primary;
     if (config_.leak_threshold > 0 && !unreported_leases_.empty())
         earliest = std::min(earliest, saturating_add(slots_[unreported_leases_.head].granted_at, config_.leak_threshold));
-    if (config_.max_lifetime > 0 && !aged_idle_.empty())
-        earliest = std::min(earliest, saturating_add(aged_idle_.top().primary, config_.max_lifetime));
+    if (config_.max_lifetime > 0 && !aged_idle_.empty()) earliest = std::min(earliest, aged_idle_.top().primary);
     if (config_.idle_timeout > 0 && !idle_order_.empty() && live() > config_.min_slots)
         earliest = std::min(earliest, idle_timeout_due());
+    if (config_.keepalive_interval > 0 && !idle_order_.empty() && keepalive_checks_ < config_.max_concurrent_checks)
+        earliest = std::min(earliest, keepalive_due());
     return earliest;
 }
 
 nanos scheduler::idle_timeout_due() const noexcept {
-    return saturating_add(slots_[idle_order_.head].idle_since, config_.idle_timeout);
+    return saturating_add(slots_[oldest_idle()].idle_since, config_.idle_timeout);
+}
+
+// The idle order is by verification, so its front is the least recently verified slot.
+nanos scheduler::keepalive_due() const noexcept {
+    return saturating_add(slots_[idle_order_.head].verified_at, config_.keepalive_interval);
 }
 
 void scheduler::due_no_later_than(nanos t) noexcept { due_ = std::min(due_, t); }
@@ -194,7 +233,7 @@ void scheduler::retire_aged_idle() {
     if (config_.max_lifetime == 0) return;
     scratch_.clear();
     // Bound: each pass takes one idle slot out of aged_idle_ (≤ max_slots).
-    while (!aged_idle_.empty() && reached(saturating_add(aged_idle_.top().primary, config_.max_lifetime), now_))
+    while (!aged_idle_.empty() && reached(aged_idle_.top().primary, now_))
         scratch_.push_back(aged_idle_.top().item), leave_idle(aged_idle_.top().item);
     retire_sorted_scratch(retire_reason::max_lifetime);
 }
@@ -203,11 +242,20 @@ void scheduler::retire_idle_timeouts() {
     if (config_.idle_timeout == 0) return;
     // Bound: each pass retires one idle slot (≤ max_slots).
     while (!idle_order_.empty() && live() > config_.min_slots) {
-        const std::uint32_t oldest = idle_order_.head;
+        const std::uint32_t oldest = oldest_idle();
         if (!reached(saturating_add(slots_[oldest].idle_since, config_.idle_timeout), now_)) return;
         leave_idle(oldest);
         retire(oldest, retire_reason::idle);
     }
+}
+
+// Also runs in step 3 when a keepalive check ends and frees its place.
+void scheduler::start_keepalive_checks() {
+    if (config_.keepalive_interval == 0) return;
+    // Bound: each pass takes one idle slot (≤ max_slots).
+    while (keepalive_checks_ < config_.max_concurrent_checks && !idle_order_.empty() &&
+           reached(keepalive_due(), now_))
+        start_check(idle_order_.head, true);
 }
 
 // ---------------------------------------------------------------------------------
@@ -225,6 +273,8 @@ void scheduler::apply(const event& e) {
         case event_kind::spawn_failed: return spawn_failed(e.slot);
         case event_kind::retired: return become_empty(e.slot);
         case event_kind::died: return died(e.slot);
+        case event_kind::checked: return checked(e.slot, e.check);
+        case event_kind::reset_done: return reset_done(e.slot, e.reset);
         case event_kind::shutdown: return shutdown();
     }
 }
@@ -236,10 +286,14 @@ void scheduler::acquire(const event& e) {
         ++stats_.rejections[static_cast<int>(reject_reason::closed)];
         return emit(effect::reject(e.waiter, reject_reason::closed));
     }
-    if (!idle_order_.empty()) {  // by step 4, nobody is queued: no barging possible
-        FAIRPOOL_ASSERT(arrivals_order_.empty());
-        ++stats_.grants_immediate;
-        return grant(e.waiter, take_idle_slot(), now_);
+    if (!idle_order_.empty()) {
+        // A fresh idle slot means nobody is queued (step 4): no barging possible.
+        if (const std::uint32_t s = grantable_idle_slot(); s != no_index) {
+            FAIRPOOL_ASSERT(arrivals_order_.empty());
+            ++stats_.grants_immediate;
+            leave_idle(s);
+            return grant(e.waiter, s, now_);
+        }
     }
     const nanos deadline = effective_deadline(e);
     reject_reason why{};
@@ -278,22 +332,44 @@ void scheduler::deregister(std::uint64_t handle_id) {
 void scheduler::release(const event& e) {
     const std::uint32_t s = e.slot;
     end_lease(s);
-    const slot_record& slot = slots_[s];
     if (e.outcome == release_outcome::dirty) return retire(s, retire_reason::dirty);
-    if (shutting_down_) return retire(s, retire_reason::shutdown);
-    if (config_.max_uses > 0 && slot.uses >= config_.max_uses) return retire(s, retire_reason::max_uses);
-    if (config_.max_lifetime > 0 && reached(saturating_add(slot.birth, config_.max_lifetime), now_))
-        return retire(s, retire_reason::max_lifetime);
-    become_idle(s);
+    if (retire_if_worn(s)) return;
+    if (config_.reset_on_release) {
+        set_state(s, slot_state::resetting);
+        ++stats_.resets_started;
+        return emit(effect::reset(s));
+    }
+    become_idle(s, idle_time::restart);
+}
+
+// The rules of a clean return (release, reset_done ok), in contract order.
+bool scheduler::retire_if_worn(std::uint32_t s) {
+    const slot_record& slot = slots_[s];
+    if (shutting_down_) return retire(s, retire_reason::shutdown), true;
+    if (config_.max_uses > 0 && slot.uses >= config_.max_uses) return retire(s, retire_reason::max_uses), true;
+    if (reached(slot.expires_at, now_)) return retire(s, retire_reason::max_lifetime), true;
+    return false;
 }
 
 void scheduler::spawned(std::uint32_t s) {
     spawn_failures_in_a_row_ = 0;
     backoff_end_ = 0;
+    const nanos lifetime = draw_lifetime();  // every valid spawned draws (decision 13)
     if (shutting_down_) return retire(s, retire_reason::shutdown);
-    slots_[s].birth = now_;
-    slots_[s].uses = 0;
-    become_idle(s);
+    slot_record& slot = slots_[s];
+    slot.uses = 0;
+    slot.expires_at = config_.max_lifetime > 0 ? saturating_add(now_, lifetime) : never;
+    if (reached(slot.expires_at, now_)) return retire(s, retire_reason::max_lifetime);  // a lifetime of 0
+    become_idle(s, idle_time::restart);
+}
+
+nanos scheduler::draw_lifetime() noexcept {
+    const std::uint64_t jitter = config_.max_lifetime_jitter;
+    if (jitter == 0) return config_.max_lifetime;
+    const u128 x = splitmix64(jitter_state_);
+    const auto reduced = static_cast<std::uint64_t>((x * (u128{jitter} + 1)) >> 64);
+    FAIRPOOL_ASSERT(reduced <= jitter && jitter <= config_.max_lifetime);
+    return config_.max_lifetime - reduced;
 }
 
 void scheduler::spawn_failed(std::uint32_t s) {
@@ -317,6 +393,39 @@ void scheduler::died(std::uint32_t s) {
     retire(s, retire_reason::died);
 }
 
+void scheduler::checked(std::uint32_t s, check_outcome outcome) {
+    slot_record& slot = slots_[s];
+    const bool keepalive = slot.keepalive_check;
+    slot.keepalive_check = false;
+    if (keepalive) --keepalive_checks_;
+    if (outcome == check_outcome::dead) {
+        ++stats_.checks_failed;
+        retire(s, retire_reason::died);
+    } else {
+        ++stats_.checks_passed;
+        if (shutting_down_) retire(s, retire_reason::shutdown);
+        else if (reached(slot.expires_at, now_)) retire(s, retire_reason::max_lifetime);
+        else if (arrivals_order_.empty() && config_.idle_timeout > 0 && live() > config_.min_slots &&
+                 reached(saturating_add(slot.idle_since, config_.idle_timeout), now_))
+            retire(s, retire_reason::idle);  // step 2's rule, which could not see it while it was checking
+        else become_idle(s, idle_time::keep);
+    }
+    if (keepalive) {  // its place is free: keepalive checks that are due start now
+        start_keepalive_checks();
+        if (!idle_order_.empty() && keepalive_checks_ < config_.max_concurrent_checks)
+            due_no_later_than(keepalive_due());
+    }
+}
+
+void scheduler::reset_done(std::uint32_t s, reset_outcome outcome) {
+    if (outcome == reset_outcome::failed) {
+        ++stats_.resets_failed;
+        return retire(s, retire_reason::reset_failed);
+    }
+    if (retire_if_worn(s)) return;
+    become_idle(s, idle_time::restart);
+}
+
 void scheduler::shutdown() {
     if (shutting_down_) return;
     shutting_down_ = true;
@@ -332,8 +441,21 @@ void scheduler::shutdown() {
 // Steps 4 to 6
 
 void scheduler::hand_out() {
-    // Bound: each pass grants one idle slot (≤ max_slots).
-    while (!idle_order_.empty() && !arrivals_order_.empty()) grant_queued(next_waiter());
+    // Bound: each pass grants or checks one idle slot (≤ max_slots).
+    while (!idle_order_.empty() && !arrivals_order_.empty()) {
+        if (const std::uint32_t s = grantable_idle_slot(); s != no_index) {
+            grant_queued(next_waiter(), s);
+        } else if (uncovered_waiters() > 0) {  // only stale slots: check the likeliest alive
+            start_check(idle_order_.tail, false);
+        } else {
+            return;
+        }
+    }
+}
+
+std::int64_t scheduler::uncovered_waiters() const noexcept {
+    return static_cast<std::int64_t>(stats_.queued_waiters) - static_cast<std::int64_t>(count(slot_state::checking)) -
+           static_cast<std::int64_t>(count(slot_state::spawning));
 }
 
 std::uint32_t scheduler::next_waiter() const noexcept {
@@ -365,8 +487,9 @@ void scheduler::plan_spawns() {
 std::int64_t scheduler::spawn_budget() const noexcept {
     const auto waiting = static_cast<std::int64_t>(stats_.queued_waiters);
     const auto spawning = static_cast<std::int64_t>(count(slot_state::spawning));
-    const auto wanted = std::max(waiting - spawning, static_cast<std::int64_t>(config_.min_slots) -
-                                                         static_cast<std::int64_t>(live()));
+    const auto checking = static_cast<std::int64_t>(count(slot_state::checking));
+    const auto wanted = std::max(waiting - spawning - checking, static_cast<std::int64_t>(config_.min_slots) -
+                                                                   static_cast<std::int64_t>(live()));
     const auto concurrency = static_cast<std::int64_t>(std::min(*config_.max_concurrent_spawns, config_.max_slots));
     const std::int64_t budget =
         std::min({wanted, static_cast<std::int64_t>(count(slot_state::empty)), concurrency - spawning});
@@ -412,7 +535,7 @@ void scheduler::enqueue(const event& e, nanos deadline) {
     ++stats_.queued_waiters;
 }
 
-void scheduler::grant_queued(std::uint32_t w) {
+void scheduler::grant_queued(std::uint32_t w, std::uint32_t s) {
     const waiter_record waiter = waiters_[w];
     handle_record& handle = handles_[waiter.handle];
     FAIRPOOL_ASSERT(handle.waiters.head == w);  // FIFO inside a handle
@@ -427,7 +550,8 @@ void scheduler::grant_queued(std::uint32_t w) {
         }
     }
     ++stats_.grants_after_wait;
-    grant(waiter.id, take_idle_slot(), waiter.arrived_at);
+    leave_idle(s);
+    grant(waiter.id, s, waiter.arrived_at);
 }
 
 void scheduler::reject_queued(std::uint32_t w, reject_reason why) {
@@ -463,7 +587,9 @@ void scheduler::set_state(std::uint32_t s, slot_state next) noexcept {
     FAIRPOOL_ASSERT(s < config_.max_slots);
     FAIRPOOL_ASSERT(legal_transition(slots_[s].state, next));
     FAIRPOOL_ASSERT(count(slots_[s].state) > 0);
-    // Fewer spawning, fewer live or more empty slots can raise the spawn budget.
+    // Fewer spawning, fewer live or more empty slots can raise the spawn budget. (A slot
+    // leaving checking cannot: it retires, or it is idle and fresh, and step 4 grants it
+    // if anyone waits, so W - P - C does not grow.)
     if (slots_[s].state == slot_state::spawning || next == slot_state::empty || next == slot_state::retiring)
         spawn_inputs_changed_ = true;
     --stats_.slots[static_cast<int>(slots_[s].state)];
@@ -471,17 +597,33 @@ void scheduler::set_state(std::uint32_t s, slot_state next) noexcept {
     slots_[s].state = next;
 }
 
-std::uint32_t scheduler::take_idle_slot() noexcept {
-    FAIRPOOL_ASSERT(!idle_order_.empty());
-    const std::uint32_t s = config_.idle_order == idle_order::lifo ? idle_order_.tail : idle_order_.head;
-    FAIRPOOL_ASSERT(s < config_.max_slots);
+// With check_after_idle: fresh slots are the back of the idle order (it is by
+// verification), and first_fresh_ moves forward past the slots that went stale since
+// (decision 12); it is a cache that changes no output, hence mutable.
+std::uint32_t scheduler::first_fresh_idle_slot() const noexcept {
+    // Bound: passes each idle slot at most once per idle period.
+    while (first_fresh_ != no_index && stale(first_fresh_)) first_fresh_ = idle_links_.next(first_fresh_);
+    if (first_fresh_ == no_index) return no_index;
+    return config_.idle_order == idle_order::lifo ? idle_order_.tail : first_fresh_;
+}
+
+bool scheduler::stale(std::uint32_t s) const noexcept {
+    return config_.check_after_idle > 0 && reached(saturating_add(slots_[s].verified_at, config_.check_after_idle), now_);
+}
+
+void scheduler::start_check(std::uint32_t s, bool keepalive) {
     leave_idle(s);
-    return s;
+    set_state(s, slot_state::checking);
+    slots_[s].keepalive_check = keepalive;
+    if (keepalive) ++keepalive_checks_;
+    ++stats_.checks_started;
+    emit(effect::check(s));
 }
 
 void scheduler::grant(std::uint64_t waiter_id, std::uint32_t s, nanos arrived_at) {
     FAIRPOOL_DEBUG_ASSERT(waiter_ids_.find(waiter_id) == no_index);  // no longer queued
     FAIRPOOL_ASSERT(now_ >= arrived_at);
+    FAIRPOOL_DEBUG_ASSERT(!stale(s));  // invariant 12: a slot granted is fresh
     slot_record& slot = slots_[s];
     set_state(s, slot_state::leased);
     slot.lease = ++last_lease_;
@@ -496,22 +638,45 @@ void scheduler::grant(std::uint64_t waiter_id, std::uint32_t s, nanos arrived_at
     emit(effect::grant(waiter_id, s, slot.lease));
 }
 
-void scheduler::become_idle(std::uint32_t s) noexcept {
+// Every slot becomes idle verified now, so the idle order is by verification.
+void scheduler::become_idle(std::uint32_t s, idle_time t) noexcept {
     set_state(s, slot_state::idle);
-    slots_[s].idle_since = now_;
+    slot_record& slot = slots_[s];
+    slot.verified_at = now_;
+    if (t == idle_time::restart) slot.idle_since = now_;
     idle_links_.push_back(idle_order_, s);
+    if (idle_bookkeeping_) track_idle(s, t);
+}
+
+// What a slot's becoming idle means to the settings that watch idle slots.
+void scheduler::track_idle(std::uint32_t s, idle_time t) noexcept {
+    slot_record& slot = slots_[s];
+    if (t == idle_time::restart) slot.idle_seq = idle_seq_++;
+    if (config_.check_after_idle > 0 && first_fresh_ == no_index) first_fresh_ = s;
     if (config_.max_lifetime > 0) {
-        aged_idle_.push(slots_[s].birth, s, s);
-        due_no_later_than(saturating_add(slots_[s].birth, config_.max_lifetime));
+        aged_idle_.push(slot.expires_at, s, s);
+        due_no_later_than(slot.expires_at);
     }
+    if (by_idle_time_) idle_times_.push(slot.idle_seq, s, s);
     if (config_.idle_timeout > 0) due_no_later_than(idle_timeout_due());
+    if (config_.keepalive_interval > 0) due_no_later_than(saturating_add(now_, config_.keepalive_interval));
 }
 
 // Takes an idle slot out of the idle order; its state is changed by the caller.
 void scheduler::leave_idle(std::uint32_t s) noexcept {
     FAIRPOOL_ASSERT(slots_[s].state == slot_state::idle);
+    if (idle_bookkeeping_) {
+        if (s == first_fresh_) first_fresh_ = idle_links_.next(s);
+        if (aged_idle_.contains(s)) aged_idle_.remove(s);
+        if (by_idle_time_) idle_times_.remove(s);
+    }
     idle_links_.remove(idle_order_, s);
-    if (aged_idle_.contains(s)) aged_idle_.remove(s);
+}
+
+// The idle slot with the oldest idle time (decision 5). Without checks the idle order
+// is also by idle time.
+std::uint32_t scheduler::oldest_idle() const noexcept {
+    return by_idle_time_ ? idle_times_.top().item : idle_order_.head;
 }
 
 void scheduler::end_lease(std::uint32_t s) noexcept {

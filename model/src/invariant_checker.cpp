@@ -1,9 +1,12 @@
 // The invariant checker (docs/CONTRACT.md section 6). See the header for its role.
 //
 // How a step is followed. The effects of one step come in the order of section 5:
-//   step 2 (time-driven work): timeouts, leaks, max_lifetime retirements, idle retirements;
-//   step 3 (the event itself); step 4 (grants from the queue); step 5 (spawns);
-//   step 6 (closed).
+//   step 2 (time-driven work): timeouts, leaks, max_lifetime retirements, idle retirements,
+//   keepalive checks; step 3 (the event itself, then the keepalive checks a `checked`
+//   frees a place for); step 4 (grants from the queue, checks on checkout); step 5
+//   (spawns); step 6 (closed).
+// A `check` effect is a keepalive check while one is owed in step 2, or right after a
+// keepalive check's `checked` in step 3; otherwise it is a check on checkout (step 4).
 // Each effect is given the stage it belongs to (phase_of); stages must not go back.
 // The event is applied to the bookkeeping when step 3 begins (begin_event), i.e. after
 // the time-driven effects that precede it, which is what lets a cancel lose against a
@@ -15,8 +18,10 @@
 
 #include <algorithm>
 #include <concepts>
+#include <utility>
 
 #include "fairpool/trace/format.hpp"
+#include "splitmix64.hpp"
 
 namespace fairpool::model {
 
@@ -41,9 +46,11 @@ constexpr int stage_timeouts = 20;       // step 2: waiters past their deadline
 constexpr int stage_leaks = 21;          // step 2: leases held >= leak_threshold
 constexpr int stage_lifetime = 22;       // step 2: idle slots past max_lifetime
 constexpr int stage_idle = 23;           // step 2: idle slots idle >= idle_timeout
+constexpr int stage_keepalive = 24;      // step 2: keepalive checks
 constexpr int stage_event = 30;          // step 3: the event's rejections, an acquire's outcome
-constexpr int stage_event_retires = 31;  // step 3: the event's retirements
-constexpr int stage_handout = 40;        // step 4: grants to queued waiters
+constexpr int stage_event_retires = 31;  // step 3: the event's retirements and reset
+constexpr int stage_event_keepalive = 32;  // step 3: keepalive checks after a keepalive `checked`
+constexpr int stage_handout = 40;        // step 4: grants to queued waiters, checks on checkout
 constexpr int stage_spawns = 50;         // step 5
 constexpr int stage_closed = 60;         // step 6
 constexpr int stage_end = 70;            // after the last effect
@@ -54,9 +61,11 @@ const char* stage_name(int stage) {
     case stage_leaks: return "step 2 leak reports";
     case stage_lifetime: return "step 2 max_lifetime retirements";
     case stage_idle: return "step 2 idle retirements";
+    case stage_keepalive: return "step 2 keepalive checks";
     case stage_event: return "step 3 (the event)";
     case stage_event_retires: return "step 3 retirements";
-    case stage_handout: return "step 4 grants";
+    case stage_event_keepalive: return "step 3 keepalive checks";
+    case stage_handout: return "step 4 grants and checks on checkout";
     case stage_spawns: return "step 5 spawns";
     case stage_closed: return "step 6 closed";
     default: return "?";
@@ -88,6 +97,14 @@ bool due_after(nanos from, nanos delay, nanos now) { return reached(saturating_a
 
 std::string time_text(nanos t) { return t == never ? std::string("never") : std::to_string(t); }
 
+// Decision 13, with a compiler's 128-bit integer (the reference model does it from 32-bit
+// halves: two ways to the same numbers).
+__extension__ typedef unsigned __int128 u128;
+
+std::uint64_t jitter_of(std::uint64_t x, std::uint64_t jitter) {
+    return static_cast<std::uint64_t>((static_cast<u128>(x) * (static_cast<u128>(jitter) + 1)) >> 64);
+}
+
 // Names the first field where two stats differ; gauges too if asked.
 std::optional<std::string> stats_difference(const core::stats& want, const core::stats& got, bool gauges) {
     // The common case, cheaply: no difference at all (names are built only for a breach).
@@ -113,6 +130,11 @@ std::optional<std::string> stats_difference(const core::stats& want, const core:
                        got.retirements[r])))
             return d;
     if ((d = field("leaks_suspected", want.leaks_suspected, got.leaks_suspected))) return d;
+    if ((d = field("checks_started", want.checks_started, got.checks_started))) return d;
+    if ((d = field("checks_passed", want.checks_passed, got.checks_passed))) return d;
+    if ((d = field("checks_failed", want.checks_failed, got.checks_failed))) return d;
+    if ((d = field("resets_started", want.resets_started, got.resets_started))) return d;
+    if ((d = field("resets_failed", want.resets_failed, got.resets_failed))) return d;
     for (int b = 0; b < core::wait_histogram_buckets; ++b)
         if ((d = field(cat("wait_histogram[", b, "]"), want.wait_histogram[b], got.wait_histogram[b]))) return d;
     if (!gauges) return std::nullopt;
@@ -127,7 +149,7 @@ std::optional<std::string> stats_difference(const core::stats& want, const core:
 }  // namespace
 
 invariant_checker::invariant_checker(const core::config& config)
-    : config_(core::checked(config)), slots_(config_.max_slots) {}
+    : config_(core::checked(config)), slots_(config_.max_slots), jitter_state_(config_.jitter_seed) {}
 
 // ---------------------------------------------------------------------------------
 // One step.
@@ -165,6 +187,10 @@ std::optional<std::string> invariant_checker::check_step(const event& e, event_e
         step_.own.id = e.waiter;
     }
     if (e.kind == event_kind::spawn_failed) ++expected_counters_.spawn_failures;
+    // Decision 11.11: checks passed and failed, resets failed, at each valid result.
+    if (e.kind == event_kind::checked)
+        ++(e.check == core::check_outcome::alive ? expected_counters_.checks_passed : expected_counters_.checks_failed);
+    if (e.kind == event_kind::reset_done && e.reset == core::reset_outcome::failed) ++expected_counters_.resets_failed;
 
     for (const effect& f : effects) {
         const int stage = phase_of(f);
@@ -178,6 +204,8 @@ std::optional<std::string> invariant_checker::check_step(const event& e, event_e
         case effect_kind::spawn: on_spawn(f); break;
         case effect_kind::retire: on_retire(f); break;
         case effect_kind::leak_suspected: on_leak(f); break;
+        case effect_kind::check: on_check(f); break;
+        case effect_kind::reset: on_reset(f); break;
         case effect_kind::closed: on_closed(); break;
         default: breach(cat("section 4: unknown effect kind ", static_cast<int>(f.kind))); break;
         }
@@ -209,6 +237,8 @@ event_error invariant_checker::expected_error(const event& e) const {
     case event_kind::spawn_failed:
     case event_kind::retired:
     case event_kind::died:
+    case event_kind::checked:
+    case event_kind::reset_done:
         if (e.slot >= config_.max_slots) return event_error::bad_slot;
         break;
     case event_kind::acquire:
@@ -233,6 +263,12 @@ event_error invariant_checker::expected_error(const event& e) const {
         break;
     case event_kind::died:
         if (slots_[e.slot].state != slot_state::idle) return event_error::not_idle;
+        break;
+    case event_kind::checked:
+        if (slots_[e.slot].state != slot_state::checking) return event_error::not_checking;
+        break;
+    case event_kind::reset_done:
+        if (slots_[e.slot].state != slot_state::resetting) return event_error::not_resetting;
         break;
     default: break;
     }
@@ -270,12 +306,25 @@ int invariant_checker::phase_of(const effect& f) const {
         return f.rejected == reject_reason::timeout ? stage_timeouts : stage_event;
     case effect_kind::leak_suspected: return stage_leaks;
     case effect_kind::retire:
-        if (f.retired == retire_reason::idle) return stage_idle;
+        // A checking slot retired idle is a `checked alive` (step 3); an idle one is step 2.
+        if (f.retired == retire_reason::idle &&
+            !(f.slot < slots_.size() && slots_[f.slot].state == slot_state::checking))
+            return stage_idle;
         // A leased slot retired max_lifetime is being released (step 3); an idle one is step 2.
         if (f.retired == retire_reason::max_lifetime && f.slot < slots_.size() &&
             slots_[f.slot].state == slot_state::idle)
             return stage_lifetime;
         return stage_event_retires;
+    case effect_kind::reset: return stage_event_retires;
+    case effect_kind::check:
+        // Step 2's keepalive checks come first while one is owed; after a keepalive
+        // check's `checked`, step 3 starts those now due (on_check moves on to step 4 if
+        // none is owed after the event); else a check on checkout.
+        if (step_.phase < stage_event && keepalive_owed()) return stage_keepalive;
+        if (step_.e->kind == event_kind::checked && step_.phase <= stage_event_keepalive &&
+            (step_.phase >= stage_event ? step_.keepalive_ended : slots_[step_.e->slot].keepalive))
+            return stage_event_keepalive;
+        return stage_handout;
     case effect_kind::spawn: return stage_spawns;
     case effect_kind::closed: return stage_closed;
     }
@@ -308,7 +357,10 @@ void invariant_checker::begin_event() {
         // Section 5, "acquire order of checks", on the state after step 2.
         const auto h = handles_.find(e.handle);
         const std::size_t of_handle = h == handles_.end() ? 0 : h->second.waiters.size();
-        step_.idle_at_acquire = count(slot_state::idle);
+        // Only a fresh idle slot grants at once (section 5, "No barging").
+        step_.idle_at_acquire = 0;
+        for (const slot_info& s : slots_)
+            if (s.state == slot_state::idle && is_fresh(s)) ++step_.idle_at_acquire;
         if (shutting_down_)
             step_.expected = acquire_outcome::closed;
         else if (step_.idle_at_acquire > 0)
@@ -329,25 +381,12 @@ void invariant_checker::begin_event() {
 
     case event_kind::release: {
         slot_info& s = slots_[e.slot];
-        s.lease = 0;  // the lease ends; the slot stays "leased" until it is retired or idle
-        // Section 5, "Release": the first reason that holds, else the slot becomes idle.
-        std::optional<retire_reason> why;
-        std::string detail;
+        s.lease = 0;  // the lease ends; the slot stays "leased" until it is retired, reset or idle
+        // Section 5, "Release": dirty retires; clean is judged by judge_clean_return.
         if (e.outcome == core::release_outcome::dirty) {
-            why = retire_reason::dirty, detail = "released dirty";
-        } else if (shutting_down_) {
-            why = retire_reason::shutdown, detail = "released while shutting down";
-        } else if (config_.max_uses > 0 && s.uses >= config_.max_uses) {
-            why = retire_reason::max_uses,
-            detail = cat("released after ", s.uses, " grant(s) (max_uses ", config_.max_uses, ")");
-        } else if (config_.max_lifetime > 0 && due_after(s.birth, config_.max_lifetime, e.now)) {
-            why = retire_reason::max_lifetime,
-            detail = cat("released at age ", e.now - s.birth, " (max_lifetime ", config_.max_lifetime, ")");
-        }
-        if (why) {
-            step_.retire_slot = e.slot, step_.retire_reason = *why, step_.retire_why = detail;
+            step_.retire_slot = e.slot, step_.retire_reason = retire_reason::dirty, step_.retire_why = "released dirty";
         } else {
-            make_idle(e.slot);
+            judge_clean_return(e.slot, config_.reset_on_release, "released");
         }
         break;
     }
@@ -355,15 +394,57 @@ void invariant_checker::begin_event() {
     case event_kind::spawned: {
         slot_info& s = slots_[e.slot];
         s.fresh = true, s.birth = e.now, s.uses = 0;
+        draw_lifetime(s);  // decision 13: every valid spawned draws
         spawn_failures_in_a_row_ = 0, backoff_end_ = 0;  // decision 11.6
         if (shutting_down_) {
             step_.retire_slot = e.slot, step_.retire_reason = retire_reason::shutdown;
             step_.retire_why = "spawned while shutting down";
+        } else if (past_lifetime(s)) {
+            step_.retire_slot = e.slot, step_.retire_reason = retire_reason::max_lifetime;
+            step_.retire_why = "spawned with a drawn lifetime of 0";
         } else {
             make_idle(e.slot);
         }
         break;
     }
+
+    case event_kind::checked: {
+        // Section 5, "Checked": dead retires (died); alive retires if shutting down or at
+        // the end of its lifetime, else the slot is idle again with its idle time kept.
+        slot_info& s = slots_[e.slot];
+        step_.keepalive_ended = s.keepalive;
+        s.keepalive = false;
+        if (e.check == core::check_outcome::dead) {
+            step_.retire_slot = e.slot, step_.retire_reason = retire_reason::died;
+            step_.retire_why = "found dead by its check";
+        } else if (shutting_down_) {
+            step_.retire_slot = e.slot, step_.retire_reason = retire_reason::shutdown;
+            step_.retire_why = "checked alive while shutting down";
+        } else if (past_lifetime(s)) {
+            step_.retire_slot = e.slot, step_.retire_reason = retire_reason::max_lifetime;
+            step_.retire_why = cat("checked alive at age ", e.now - s.birth, " (lifetime ", s.lifetime, ")");
+        } else if (queued_.empty() && config_.idle_timeout > 0 && live_slots() > config_.min_slots &&
+                   due_after(s.idle_since, config_.idle_timeout, e.now)) {
+            // Step 2's idle_timeout rule, which could not see the slot while it was checking.
+            step_.retire_slot = e.slot, step_.retire_reason = retire_reason::idle;
+            step_.retire_why = cat("checked alive, idle since ", s.idle_since, " (idle_timeout ", config_.idle_timeout,
+                                   ") with nobody queued and ", live_slots(), " slot(s) live (min_slots ",
+                                   config_.min_slots, ")");
+        } else {
+            make_idle_after_check(e.slot);
+        }
+        break;
+    }
+
+    case event_kind::reset_done:
+        // Section 5, "Reset done": failed retires (reset_failed); ok is a clean return again.
+        if (e.reset == core::reset_outcome::failed) {
+            step_.retire_slot = e.slot, step_.retire_reason = retire_reason::reset_failed;
+            step_.retire_why = "failed its reset";
+        } else {
+            judge_clean_return(e.slot, false, "reset");
+        }
+        break;
 
     case event_kind::spawn_failed: {
         slots_[e.slot].state = slot_state::empty;
@@ -404,7 +485,7 @@ void invariant_checker::end_event() {
                 breach(cat("invariant 9: acquire of waiter ", e.waiter, " after shutdown was queued, expected reject closed"));
             else if (step_.expected == acquire_outcome::grant)
                 breach(cat("invariant 6: acquire of waiter ", e.waiter, " was queued while ", step_.idle_at_acquire,
-                           " slot(s) were idle"));
+                           " fresh slot(s) were idle"));
             else if (step_.expected == acquire_outcome::timeout)
                 breach(cat("section 5: try-acquire of waiter ", e.waiter, " (effective deadline ",
                            time_text(step_.own.deadline), " <= now ", e.now, ") was queued, expected reject timeout"));
@@ -443,12 +524,20 @@ void invariant_checker::end_event() {
     if (step_.retire_slot && !step_.retire_done) {
         const std::uint32_t i = *step_.retire_slot;
         const bool dirty = step_.retire_reason == retire_reason::dirty;
-        breach(cat(dirty ? "invariant 7: " : "section 5: ", "slot ", i, " ", step_.retire_why,
-                   " was not retired (expected ", format(effect::retire(i, step_.retire_reason)), ")"));
+        const bool dead = step_.retire_reason == retire_reason::died;
+        breach(cat(dirty ? "invariant 7: " : dead && e.kind == event_kind::checked ? "invariant 12: " : "section 5: ",
+                   "slot ", i, " ", step_.retire_why, " was not retired (expected ",
+                   format(effect::retire(i, step_.retire_reason)), ")"));
         // Follow the scheduler: the slot presumably stayed idle. A dirty or dead resource
-        // must still never be granted (invariant 7), so it is not fresh.
+        // must still never be granted (invariants 7 and 12), so it is not fresh.
         make_idle(i);
-        slots_[i].fresh = !dirty && step_.retire_reason != retire_reason::died;
+        slots_[i].fresh = !dirty && !dead && step_.retire_reason != retire_reason::reset_failed;
+    }
+    if (step_.reset_slot && !step_.reset_done) {
+        const std::uint32_t i = *step_.reset_slot;
+        breach(cat("section 5: slot ", i, " released clean with reset_on_release was not reset (expected ",
+                   format(effect::reset(i)), ")"));
+        slots_[i].state = slot_state::resetting;  // follow the scheduler as best we can
     }
 }
 
@@ -514,7 +603,7 @@ void invariant_checker::on_reject(const effect& f) {
         if (step_.expected == got) return;
         const char* expected = "";
         switch (step_.expected) {
-        case acquire_outcome::grant: expected = "a grant (a slot was idle)"; break;
+        case acquire_outcome::grant: expected = "a grant (a fresh slot was idle)"; break;
         case acquire_outcome::closed: expected = "reject closed (shutting down)"; break;
         case acquire_outcome::timeout: expected = "reject timeout (deadline <= now)"; break;
         case acquire_outcome::saturated: expected = "reject saturated"; break;
@@ -618,20 +707,18 @@ void invariant_checker::on_retire(const effect& f) {
     slot_info& s = slots_[slot];
     const event& e = *step_.e;
 
-    if (f.retired == retire_reason::idle) {
+    if (f.retired == retire_reason::idle && s.state != slot_state::checking) {
         // Step 2: idle slots idle >= idle_timeout retire, oldest idle first, while more
         // than min_slots slots are live.
-        std::optional<std::uint32_t> oldest;
-        for (std::uint32_t i = 0; i < slots_.size(); ++i)
-            if (slots_[i].state == slot_state::idle && (!oldest || slots_[i].idle_seq < slots_[*oldest].idle_seq))
-                oldest = i;
+        // Invariant 13: by idle time, which a passed check does not move.
+        const std::optional<std::uint32_t> oldest = oldest_idle();
         if (s.state != slot_state::idle)
             breach(cat("section 5 step 2: ", format(f), ": the slot is ", to_string(s.state), ", not idle"));
         else if (config_.idle_timeout == 0)
             breach(cat("section 5 step 2: ", format(f), " but idle_timeout is 0 (disabled)"));
         else if (!due_after(s.idle_since, config_.idle_timeout, now_))
-            breach(cat("section 5 step 2: ", format(f), " at now ", now_, ": idle since ", s.idle_since,
-                       ", less than idle_timeout ", config_.idle_timeout));
+            breach(cat("invariant 13: ", format(f), " at now ", now_, ": idle since ", s.idle_since,
+                       " (its last release, spawn or reset), less than idle_timeout ", config_.idle_timeout));
         else if (*oldest != slot)
             breach(cat("section 5 step 2: ", format(f), ": idle slots retire oldest idle first, slot ", *oldest,
                        " is idle longer"));
@@ -642,12 +729,12 @@ void invariant_checker::on_retire(const effect& f) {
         // Step 2: idle slots past max_lifetime retire, by slot index.
         if (config_.max_lifetime == 0) {
             breach(cat("section 5 step 2: ", format(f), " but max_lifetime is 0 (disabled)"));
-        } else if (!due_after(s.birth, config_.max_lifetime, now_)) {
+        } else if (!past_lifetime(s)) {
             breach(cat("section 5 step 2: ", format(f), " at now ", now_, ": born at ", s.birth,
-                       ", younger than max_lifetime ", config_.max_lifetime));
+                       ", younger than its lifetime ", s.lifetime, " (max_lifetime ", config_.max_lifetime, ")"));
         } else {
             for (std::uint32_t i = 0; i < slot; ++i)
-                if (slots_[i].state == slot_state::idle && due_after(slots_[i].birth, config_.max_lifetime, now_)) {
+                if (slots_[i].state == slot_state::idle && past_lifetime(slots_[i])) {
                     breach(cat("section 5 step 2: ", format(f), " came before lower slot ", i,
                                " (max_lifetime retirements go by slot index)"));
                     break;
@@ -673,8 +760,100 @@ void invariant_checker::on_retire(const effect& f) {
                    " and the event is ", format_line(e)));
     }
     s.state = slot_state::retiring;
-    s.fresh = false;  // invariant 7: no grant before a new spawn ... spawned
+    s.fresh = false;  // invariants 7 and 12: no grant before a new spawn ... spawned
     s.lease = 0;
+    s.keepalive = false;
+}
+
+// A check: a keepalive check (step 2, or step 3 after a keepalive check ended) or a
+// check on checkout (step 4); phase_of said which stage it belongs to.
+void invariant_checker::on_check(const effect& f) {
+    ++expected_counters_.checks_started;  // decision 11.11
+    if (f.slot >= slots_.size()) {
+        breach(cat("section 4: ", format(f), " names slot ", f.slot, " but max_slots is ", config_.max_slots));
+        return;
+    }
+    // In step 3, a check is a keepalive check only while one is owed after the event.
+    if (step_.phase == stage_event_keepalive && !keepalive_owed()) advance_to(stage_handout);
+    slot_info& s = slots_[f.slot];
+    const bool keepalive = step_.phase < stage_handout;
+    if (s.state != slot_state::idle)
+        breach(cat("section 5: ", format(f), ": the slot is ", to_string(s.state), ", not idle"));
+    else if (shutting_down_)
+        breach(cat("section 5: ", format(f), " while shutting down (no slot is idle then)"));
+    else if (keepalive)
+        check_keepalive(f);
+    else
+        check_on_checkout(f);
+    s.state = slot_state::checking;
+    s.keepalive = keepalive;
+}
+
+// Section 5 step 2 (and "Checked"): keepalive checks the least recently verified idle
+// slot, once it is unverified for keepalive_interval, while fewer than
+// max_concurrent_checks keepalive checks are in flight; after step 2's retirements.
+void invariant_checker::check_keepalive(const effect& f) {
+    const slot_info& s = slots_[f.slot];
+    const std::optional<std::uint32_t> first = least_recently_verified_idle();
+    if (config_.keepalive_interval == 0)
+        breach(cat("section 5 step 2: ", format(f), " is a keepalive check but keepalive_interval is 0 (disabled)"));
+    else if (keepalive_checks_in_flight() >= config_.max_concurrent_checks)
+        breach(cat("section 5 step 2: ", format(f), ": ", keepalive_checks_in_flight(),
+                   " keepalive check(s) already in flight (max_concurrent_checks ", config_.max_concurrent_checks,
+                   ")"));
+    else if (first != f.slot)
+        breach(cat("section 5: ", format(f), ": keepalive checks the least recently verified idle slot, slot ", *first,
+                   " (verified at ", slots_[*first].verified, ", this one at ", s.verified, ")"));
+    else if (!due_after(s.verified, config_.keepalive_interval, now_))
+        breach(cat("section 5 step 2: ", format(f), " at now ", now_, ": verified at ", s.verified,
+                   ", less than keepalive_interval ", config_.keepalive_interval, " ago"));
+    else if (const std::optional<std::string> owed = step2_retirement_owed())
+        breach(cat("section 5 step 2: ", format(f), " came before ", *owed));
+}
+
+// Section 5 step 4: with a waiter queued and no fresh idle slot, while the queued
+// waiters outnumber the checks and spawns in flight, the most recently verified idle
+// slot is checked.
+void invariant_checker::check_on_checkout(const effect& f) {
+    const std::uint64_t w = queued_.size();
+    const std::uint64_t c = count(slot_state::checking);
+    const std::uint64_t p = count(slot_state::spawning);
+    std::optional<std::uint32_t> newest;
+    std::optional<std::uint32_t> fresh;
+    for (std::uint32_t i = 0; i < slots_.size(); ++i) {
+        if (slots_[i].state != slot_state::idle) continue;
+        if (!newest || slots_[i].verify_seq > slots_[*newest].verify_seq) newest = i;
+        if (is_fresh(slots_[i])) fresh = i;
+    }
+    if (config_.check_after_idle == 0)
+        breach(cat("section 5 step 4: ", format(f), " is a check on checkout but check_after_idle is 0 (disabled)"));
+    else if (w == 0)
+        breach(cat("section 5 step 4: ", format(f), " is a check on checkout but no waiter is queued"));
+    else if (fresh)
+        breach(cat("section 5 step 4: ", format(f), " while slot ", *fresh, " is idle and fresh (it must be granted)"));
+    else if (w <= c + p)
+        breach(cat("section 5 step 4: ", format(f), ": ", w, " queued waiter(s) are covered by ", c,
+                   " check(s) and ", p, " spawn(s) in flight (W - C - P > 0 is needed)"));
+    else if (newest != f.slot)
+        breach(cat("section 5: ", format(f), ": a check on checkout takes the most recently verified idle slot, slot ",
+                   *newest));
+}
+
+// Section 5, "Release": a clean release with reset_on_release, none of the retire reasons
+// holding, is reset.
+void invariant_checker::on_reset(const effect& f) {
+    ++expected_counters_.resets_started;  // decision 11.11
+    if (f.slot >= slots_.size()) {
+        breach(cat("section 4: ", format(f), " names slot ", f.slot, " but max_slots is ", config_.max_slots));
+        return;
+    }
+    if (step_.reset_slot != f.slot || step_.reset_done) {
+        breach(cat("section 5: ", format(f), " is owed by nothing: the slot is ", to_string(slots_[f.slot].state),
+                   ", the event is ", format_line(*step_.e)));
+    }
+    step_.reset_done = true;
+    slots_[f.slot].state = slot_state::resetting;
+    slots_[f.slot].lease = 0;
 }
 
 void invariant_checker::on_leak(const effect& f) {
@@ -737,15 +916,18 @@ void invariant_checker::plan_spawns() {
         step_.spawns_expected = 0, step_.spawn_plan = cat("inside the backoff until ", time_text(backoff_end_));
         return;
     }
-    // min(max(W - P, min_slots - live), empty slots, max_concurrent_spawns - P), none below 1.
+    // min(max(W - P - C, min_slots - live), empty slots, max_concurrent_spawns - P), none below 1.
     const auto w = static_cast<std::int64_t>(queued_.size());
     const auto p = static_cast<std::int64_t>(count(slot_state::spawning));
+    const auto c = static_cast<std::int64_t>(count(slot_state::checking));
     const auto live = static_cast<std::int64_t>(live_slots());
     const auto empty = static_cast<std::int64_t>(count(slot_state::empty));
     const auto min_slots = static_cast<std::int64_t>(config_.min_slots);
     const auto concurrent = static_cast<std::int64_t>(std::min<std::uint64_t>(*config_.max_concurrent_spawns, 1u << 30));
-    step_.spawns_expected = std::max<std::int64_t>(0, std::min({std::max(w - p, min_slots - live), empty, concurrent - p}));
-    step_.spawn_plan = cat("W=", w, " queued, P=", p, " spawning, ", live, " live, ", empty, " empty, min_slots ",
+    step_.spawns_expected =
+        std::max<std::int64_t>(0, std::min({std::max(w - p - c, min_slots - live), empty, concurrent - p}));
+    step_.spawn_plan = cat("W=", w, " queued, P=", p, " spawning, C=", c, " checking, ", live, " live, ", empty,
+                           " empty, min_slots ",
                            min_slots, ", max_concurrent_spawns ", *config_.max_concurrent_spawns);
 }
 
@@ -786,25 +968,32 @@ void invariant_checker::check_slot_grantable(const effect& f) {
     } else if (!s.fresh) {
         breach(cat("invariant 7: ", format(f), ": slot ", f.slot, " (", to_string(s.state),
                    ") has not been through spawn ... spawned since it was last retired or released dirty"));
+    } else if (s.state == slot_state::checking || s.state == slot_state::resetting) {
+        breach(cat("invariant 12: ", format(f), ": slot ", f.slot, " is ", to_string(s.state)));
     } else if (s.state != slot_state::idle) {
         breach(cat("invariant 2: ", format(f), ": slot ", f.slot, " is ", to_string(s.state), ", not idle"));
+    } else if (!is_fresh(s)) {
+        breach(cat("invariant 12: ", format(f), " at now ", now_, ": slot ", f.slot, " is stale (verified at ",
+                   s.verified, ", check_after_idle ", config_.check_after_idle, "): it must be checked first"));
     } else {
         check_idle_order(f.slot);
     }
 }
 
-// Section 5, "Idle order": lifo takes the slot that became idle last, fifo the first.
+// Section 5, "Idle order": among the fresh idle slots, lifo takes the one verified last,
+// fifo the one verified first.
 void invariant_checker::check_idle_order(std::uint32_t slot) {
     const bool lifo = config_.idle_order == core::idle_order::lifo;
     std::optional<std::uint32_t> best;
     for (std::uint32_t i = 0; i < slots_.size(); ++i) {
-        if (slots_[i].state != slot_state::idle) continue;
-        if (!best || (lifo ? slots_[i].idle_seq > slots_[*best].idle_seq : slots_[i].idle_seq < slots_[*best].idle_seq))
+        if (slots_[i].state != slot_state::idle || !is_fresh(slots_[i])) continue;
+        if (!best ||
+            (lifo ? slots_[i].verify_seq > slots_[*best].verify_seq : slots_[i].verify_seq < slots_[*best].verify_seq))
             best = i;
     }
     if (best && *best != slot)
-        breach(cat("section 5: idle_order ", to_string(config_.idle_order), ": a grant took slot ", slot, " but slot ",
-                   *best, " became idle ", lifo ? "later" : "earlier"));
+        breach(cat("section 5: idle_order ", to_string(config_.idle_order), ": a grant took slot ", slot,
+                   " but fresh slot ", *best, " became idle (was verified) ", lifo ? "later" : "earlier"));
 }
 
 // Invariant 4. Inside a handle: a grant from the queue goes to the handle's oldest
@@ -913,20 +1102,32 @@ void invariant_checker::check_round_robin(const waiter_info& w) {
     rr_last_handle_ = h;
 }
 
-// Invariant 6: after every step, no slot is idle while a waiter is queued.
+// Invariant 6: after every step, no fresh idle slot while a waiter is queued, and a stale
+// one only while checking + spawning >= queued waiters.
 void invariant_checker::check_no_idle_while_queued() {
     if (queued_.empty()) return;
-    for (std::uint32_t i = 0; i < slots_.size(); ++i)
-        if (slots_[i].state == slot_state::idle) {
-            breach(cat("invariant 6: slot ", i, " idle while ", queued_.size(), " waiter(s) queued"));
+    const std::uint64_t covered = count(slot_state::checking) + count(slot_state::spawning);
+    for (std::uint32_t i = 0; i < slots_.size(); ++i) {
+        if (slots_[i].state != slot_state::idle) continue;
+        if (is_fresh(slots_[i])) {
+            breach(cat("invariant 6: slot ", i, " idle and fresh while ", queued_.size(), " waiter(s) queued"));
             return;
         }
+        if (covered < queued_.size()) {
+            breach(cat("invariant 6: slot ", i, " idle (stale) while ", queued_.size(), " waiter(s) queued and only ",
+                       covered, " checking + spawning"));
+            return;
+        }
+    }
 }
 
 // Section 5 step 2 did all its work: after the step nothing it covers is left.
 // (Step 3 and step 5 cannot bring any of it back: an idle slot made in this step has
-// age 0 and idle time 0, and step 5 raises the live count only up to min_slots or
-// while waiters queue, i.e. while no slot is idle.)
+// idle time now, is verified now and is younger than its lifetime (a lifetime drawn as 0
+// retires at `spawned`), except after a `checked alive`, which keeps the idle time but
+// applies step 2's idle_timeout rule itself, or hands the slot to a queued waiter in step
+// 4; and step 5 raises the live count only up to min_slots or while waiters are not
+// covered, i.e. while no slot is idle.)
 void invariant_checker::check_time_driven_work_done() {
     if (!by_deadline_.empty()) {
         const auto& [deadline, arrival, id] = *by_deadline_.begin();
@@ -934,24 +1135,29 @@ void invariant_checker::check_time_driven_work_done() {
             breach(cat("section 5 step 2: waiter ", id, " still queued at now ", now_, " past its deadline ",
                        time_text(deadline), " (it must be rejected timeout)"));
     }
-    std::optional<std::uint32_t> oldest_idle;
     for (std::uint32_t i = 0; i < slots_.size(); ++i) {
         const slot_info& s = slots_[i];
         if (config_.leak_threshold > 0 && s.state == slot_state::leased && s.lease != 0 && !s.leak_reported &&
             due_after(s.granted_at, config_.leak_threshold, now_))
             breach(cat("section 5 step 2: lease ", s.lease, " on slot ", i, " held since ", s.granted_at,
                        " (leak_threshold ", config_.leak_threshold, ") was not reported leak_suspected"));
-        if (s.state != slot_state::idle) continue;
-        if (config_.max_lifetime > 0 && due_after(s.birth, config_.max_lifetime, now_))
-            breach(cat("section 5 step 2: slot ", i, " idle, born at ", s.birth, ", past max_lifetime ",
-                       config_.max_lifetime, " but not retired"));
-        if (!oldest_idle || s.idle_seq < slots_[*oldest_idle].idle_seq) oldest_idle = i;
+        if (s.state == slot_state::idle && past_lifetime(s))
+            breach(cat("section 5 step 2: slot ", i, " idle, born at ", s.birth, ", past its lifetime ", s.lifetime,
+                       " but not retired"));
     }
-    if (oldest_idle && config_.idle_timeout > 0 && live_slots() > config_.min_slots &&
-        due_after(slots_[*oldest_idle].idle_since, config_.idle_timeout, now_))
-        breach(cat("section 5 step 2: slot ", *oldest_idle, " idle since ", slots_[*oldest_idle].idle_since,
-                   " (idle_timeout ", config_.idle_timeout, ") not retired although ", live_slots(),
-                   " slot(s) are live (min_slots ", config_.min_slots, ")"));
+    const std::optional<std::uint32_t> oldest = oldest_idle();
+    if (oldest && config_.idle_timeout > 0 && live_slots() > config_.min_slots &&
+        due_after(slots_[*oldest].idle_since, config_.idle_timeout, now_))
+        breach(cat("section 5 step 2: slot ", *oldest, " idle since ", slots_[*oldest].idle_since, " (idle_timeout ",
+                   config_.idle_timeout, ") not retired although ", live_slots(), " slot(s) are live (min_slots ",
+                   config_.min_slots, ")"));
+    if (keepalive_owed()) {
+        const std::uint32_t first = *least_recently_verified_idle();
+        breach(cat("section 5 step 2: slot ", first, " idle, verified at ", slots_[first].verified,
+                   " (keepalive_interval ", config_.keepalive_interval, "), not checked although ",
+                   keepalive_checks_in_flight(), " keepalive check(s) are in flight (max_concurrent_checks ",
+                   config_.max_concurrent_checks, ")"));
+    }
 }
 
 // Section 5 step 6 and invariant 9: shutting down, every slot empty, nobody waiting -> closed.
@@ -965,7 +1171,8 @@ void invariant_checker::check_counts(const core::stats& after) {
     std::uint64_t total = 0;
     for (const std::uint64_t n : after.slots) total += n;
     if (total != config_.max_slots)
-        breach(cat("invariant 3: stats.slots (empty+spawning+idle+leased+retiring) sum to ", total, ", max_slots is ",
+        breach(cat("invariant 3: stats.slots (empty+spawning+idle+leased+retiring+checking+resetting) sum to ", total,
+                   ", max_slots is ",
                    config_.max_slots));
     for (int i = 0; i < core::slot_state_count; ++i) {
         const auto st = static_cast<slot_state>(i);
@@ -1033,12 +1240,109 @@ void invariant_checker::remove_queued(std::uint64_t waiter) {
     queued_.erase(it);
 }
 
+// Idle after a spawned, a clean release kept or a reset_done ok: idle time and
+// verification now.
 void invariant_checker::make_idle(std::uint32_t slot) {
     slot_info& s = slots_[slot];
     s.state = slot_state::idle;
     s.lease = 0;
     s.idle_seq = ++idle_seq_;
     s.idle_since = now_;
+    s.verify_seq = ++verify_seq_;
+    s.verified = now_;
+}
+
+// Idle after a checked alive: verified now, the idle time kept (decision 5).
+void invariant_checker::make_idle_after_check(std::uint32_t slot) {
+    slot_info& s = slots_[slot];
+    s.state = slot_state::idle;
+    s.verify_seq = ++verify_seq_;
+    s.verified = now_;
+}
+
+// A clean release or a reset_done ok (section 5, "Release", "Reset done"): the first of
+// shutdown, max_uses, max_lifetime that holds retires; else a reset if allowed; else idle.
+void invariant_checker::judge_clean_return(std::uint32_t slot, bool reset_allowed, const char* what) {
+    const slot_info& s = slots_[slot];
+    std::optional<retire_reason> why;
+    std::string detail;
+    if (shutting_down_) {
+        why = retire_reason::shutdown, detail = cat(what, " while shutting down");
+    } else if (config_.max_uses > 0 && s.uses >= config_.max_uses) {
+        why = retire_reason::max_uses;
+        detail = cat(what, " after ", s.uses, " grant(s) (max_uses ", config_.max_uses, ")");
+    } else if (past_lifetime(s)) {
+        why = retire_reason::max_lifetime;
+        detail = cat(what, " at age ", now_ - s.birth, " (lifetime ", s.lifetime, ", max_lifetime ",
+                     config_.max_lifetime, ")");
+    }
+    if (why)
+        step_.retire_slot = slot, step_.retire_reason = *why, step_.retire_why = detail;
+    else if (reset_allowed)
+        step_.reset_slot = slot;
+    else
+        make_idle(slot);
+}
+
+// Decision 13: lifetime = max_lifetime - ((x (J + 1)) >> 64), x the next splitmix64 draw.
+void invariant_checker::draw_lifetime(slot_info& s) {
+    s.lifetime = config_.max_lifetime;
+    if (config_.max_lifetime_jitter > 0)
+        s.lifetime -= jitter_of(detail::splitmix64(jitter_state_), config_.max_lifetime_jitter);
+}
+
+// Section 1: stale when verified + check_after_idle <= now (with check_after_idle > 0).
+bool invariant_checker::is_fresh(const slot_info& s) const {
+    return config_.check_after_idle == 0 || !due_after(s.verified, config_.check_after_idle, now_);
+}
+
+bool invariant_checker::past_lifetime(const slot_info& s) const {
+    return config_.max_lifetime > 0 && due_after(s.birth, s.lifetime, now_);
+}
+
+// Decision 5: the idle slot with the oldest idle time, ties: whose idle time was set first.
+std::optional<std::uint32_t> invariant_checker::oldest_idle() const {
+    std::optional<std::uint32_t> oldest;
+    for (std::uint32_t i = 0; i < slots_.size(); ++i) {
+        const slot_info& s = slots_[i];
+        if (s.state != slot_state::idle) continue;
+        const slot_info& o = oldest ? slots_[*oldest] : s;
+        if (!oldest || std::pair(s.idle_since, s.idle_seq) < std::pair(o.idle_since, o.idle_seq)) oldest = i;
+    }
+    return oldest;
+}
+
+std::optional<std::uint32_t> invariant_checker::least_recently_verified_idle() const {
+    std::optional<std::uint32_t> first;
+    for (std::uint32_t i = 0; i < slots_.size(); ++i)
+        if (slots_[i].state == slot_state::idle && (!first || slots_[i].verify_seq < slots_[*first].verify_seq))
+            first = i;
+    return first;
+}
+
+std::uint64_t invariant_checker::keepalive_checks_in_flight() const {
+    return static_cast<std::uint64_t>(std::count_if(slots_.begin(), slots_.end(), [](const slot_info& s) {
+        return s.state == slot_state::checking && s.keepalive;
+    }));
+}
+
+// Section 5 step 2: a keepalive check is owed now.
+bool invariant_checker::keepalive_owed() const {
+    if (config_.keepalive_interval == 0 || keepalive_checks_in_flight() >= config_.max_concurrent_checks) return false;
+    const std::optional<std::uint32_t> first = least_recently_verified_idle();
+    return first && due_after(slots_[*first].verified, config_.keepalive_interval, now_);
+}
+
+// Step 2's retirements come before its keepalive checks: one still owed, described.
+std::optional<std::string> invariant_checker::step2_retirement_owed() const {
+    for (std::uint32_t i = 0; i < slots_.size(); ++i)
+        if (slots_[i].state == slot_state::idle && past_lifetime(slots_[i]))
+            return cat("the retirement of idle slot ", i, " past its lifetime");
+    const std::optional<std::uint32_t> oldest = oldest_idle();
+    if (oldest && config_.idle_timeout > 0 && live_slots() > config_.min_slots &&
+        due_after(slots_[*oldest].idle_since, config_.idle_timeout, now_))
+        return cat("the idle retirement of slot ", *oldest, " (idle since ", slots_[*oldest].idle_since, ")");
+    return std::nullopt;
 }
 
 std::uint64_t invariant_checker::count(slot_state st) const {
@@ -1046,8 +1350,10 @@ std::uint64_t invariant_checker::count(slot_state st) const {
         std::count_if(slots_.begin(), slots_.end(), [st](const slot_info& s) { return s.state == st; }));
 }
 
+// Section 1: live = spawning + idle + leased + checking + resetting.
 std::uint64_t invariant_checker::live_slots() const {
-    return count(slot_state::idle) + count(slot_state::leased) + count(slot_state::spawning);
+    return count(slot_state::spawning) + count(slot_state::idle) + count(slot_state::leased) +
+           count(slot_state::checking) + count(slot_state::resetting);
 }
 
 const invariant_checker::waiter_info* invariant_checker::find_live(std::uint64_t waiter) const {

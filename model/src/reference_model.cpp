@@ -1,6 +1,9 @@
-// The reference model (docs/CONTRACT.md, sections 1-6, 9 and 11), written to be
-// obviously correct: standard containers, linear scans, one function per rule.
+// The reference model (docs/CONTRACT.md, sections 1-6, 9 and 11, health included:
+// checks on checkout, keepalive, resets, lifetime jitter), written to be obviously
+// correct: standard containers, linear scans, one function per rule.
 #include "fairpool/model/reference_model.hpp"
+
+#include "splitmix64.hpp"
 
 #include <algorithm>
 #include <set>
@@ -34,13 +37,32 @@ nanos backoff_delay(std::uint64_t failures, nanos initial, nanos max) {
 
 bool names_a_slot(event_kind k) {
     return k == event_kind::release || k == event_kind::spawned || k == event_kind::spawn_failed ||
-           k == event_kind::retired || k == event_kind::died;
+           k == event_kind::retired || k == event_kind::died || k == event_kind::checked ||
+           k == event_kind::reset_done;
 }
+
+// The high 64 bits of the 128-bit product a x b, from 32-bit halves (portable C++).
+std::uint64_t high_half_of_product(std::uint64_t a, std::uint64_t b) {
+    constexpr std::uint64_t low32 = 0xffffffffu;
+    const std::uint64_t a_lo = a & low32, a_hi = a >> 32, b_lo = b & low32, b_hi = b >> 32;
+    const std::uint64_t lo_lo = a_lo * b_lo, lo_hi = a_lo * b_hi, hi_lo = a_hi * b_lo, hi_hi = a_hi * b_hi;
+    const std::uint64_t middle = (lo_lo >> 32) + (lo_hi & low32) + (hi_lo & low32);
+    return hi_hi + (lo_hi >> 32) + (hi_lo >> 32) + (middle >> 32);
+}
+
+// Decision 13: (x x (j + 1)) >> 64 with a 128-bit product. j + 1 may be 2^64, so it is
+// x x j + x: the high half of x x j, plus the carry out of its low half + x.
+std::uint64_t scaled_draw(std::uint64_t x, std::uint64_t j) {
+    const std::uint64_t high = high_half_of_product(x, j);
+    const std::uint64_t low = x * j;  // mod 2^64: the low half
+    return high + (low + x < low ? 1 : 0);
+}
+
 
 }  // namespace
 
 reference_model::reference_model(const core::config& config)
-    : config_(core::checked(config)), slots_(config_.max_slots) {
+    : config_(core::checked(config)), jitter_state_(config_.jitter_seed), slots_(config_.max_slots) {
     refresh_gauges();
 }
 
@@ -52,6 +74,7 @@ core::step_result reference_model::step(const core::event& e) {
     // 1. Validate; an invalid event changes nothing (section 3, invariant 11).
     if (const event_error error = validate(e); error != event_error::ok) return {error, {}};
     last_now_ = e.now;
+    ++steps_;
     run_time_driven_work(e.now);  // 2.
     apply_event(e);               // 3.
     hand_out(e.now);              // 4.
@@ -90,6 +113,10 @@ event_error reference_model::validate(const core::event& e) const {
             return slots_[e.slot].state == slot_state::retiring ? event_error::ok : event_error::not_retiring;
         case event_kind::died:
             return slots_[e.slot].state == slot_state::idle ? event_error::ok : event_error::not_idle;
+        case event_kind::checked:
+            return slots_[e.slot].state == slot_state::checking ? event_error::ok : event_error::not_checking;
+        case event_kind::reset_done:
+            return slots_[e.slot].state == slot_state::resetting ? event_error::ok : event_error::not_resetting;
         default:
             return event_error::ok;
     }
@@ -103,6 +130,7 @@ void reference_model::run_time_driven_work(nanos now) {
     report_leaks(now);
     retire_idle_past_lifetime(now);
     retire_idle_past_idle_timeout(now);
+    start_due_keepalive_checks(now);
 }
 
 // Waiters whose deadline <= now are rejected `timeout`, by deadline, then arrival.
@@ -128,25 +156,33 @@ void reference_model::report_leaks(nanos now) {
     }
 }
 
-// Idle slots whose resource is >= max_lifetime old are retired, by slot index.
+// Idle slots whose resource reached its lifetime (decision 13) are retired, by slot index.
 void reference_model::retire_idle_past_lifetime(nanos now) {
-    if (config_.max_lifetime == 0) return;
     for (std::uint32_t i = 0; i < slots_.size(); ++i) {
         const slot_record& s = slots_[i];
-        if (s.state == slot_state::idle && reached(saturating_add(s.birth, config_.max_lifetime), now))
-            retire(i, retire_reason::max_lifetime);
+        if (s.state == slot_state::idle && past_lifetime(s, now)) retire(i, retire_reason::max_lifetime);
     }
 }
 
-// Decision 5: while the oldest idle slot has idle time + idle_timeout <= now and more
-// than min_slots slots are live, retire it (`idle`).
+// Decision 5: while the idle slot with the oldest idle time has idle time + idle_timeout
+// <= now and more than min_slots slots are live, retire it (`idle`). The idle time, not
+// the verification order: a passed check does not make a slot younger (invariant 13).
 void reference_model::retire_idle_past_idle_timeout(nanos now) {
     if (config_.idle_timeout == 0) return;
-    while (!idle_order_.empty() && live_slots() > config_.min_slots) {
-        const std::uint32_t oldest = idle_order_.front();
-        if (!reached(saturating_add(slots_[oldest].idle_since, config_.idle_timeout), now)) return;
-        retire(oldest, retire_reason::idle);
+    while (live_slots() > config_.min_slots) {
+        const std::optional<std::uint32_t> oldest = oldest_by_idle_time();
+        if (!oldest || !reached(saturating_add(slots_[*oldest].idle_since, config_.idle_timeout), now)) return;
+        retire(*oldest, retire_reason::idle);
     }
+}
+
+// Keepalive: while fewer than max_concurrent_checks keepalive checks are in flight and
+// the least recently verified idle slot is unverified for keepalive_interval, check it.
+// Also run in step 3 when a keepalive check ends (section 5, "Checked").
+void reference_model::start_due_keepalive_checks(nanos now) {
+    if (config_.keepalive_interval == 0) return;
+    while (keepalive_checks_in_flight() < config_.max_concurrent_checks && keepalive_due(now))
+        start_check(idle_order_.front(), /*keepalive=*/true);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -163,22 +199,25 @@ void reference_model::apply_event(const core::event& e) {
         case event_kind::spawn_failed: on_spawn_failed(e); return;
         case event_kind::retired: on_retired(e); return;
         case event_kind::died: on_died(e); return;
+        case event_kind::checked: on_checked(e); return;
+        case event_kind::reset_done: on_reset_done(e); return;
         case event_kind::tick: return;  // the event itself does nothing
         case event_kind::shutdown: on_shutdown(); return;
     }
 }
 
-// Section 5, "Acquire order of checks": shutting down -> closed; idle slot -> grant;
-// deadline <= now -> timeout; max_waiters or max_waiters_per_handle reached -> saturated;
-// else queue.
+// Section 5, "Acquire order of checks": shutting down -> closed; fresh idle slot ->
+// grant; deadline <= now -> timeout; max_waiters or max_waiters_per_handle reached ->
+// saturated; else queue. Only a fresh slot grants at once: a stale one needs a check,
+// which a queued waiter waits for (and a try-acquire does not: it is rejected timeout).
 void reference_model::on_acquire(const core::event& e) {
     ++stats_.acquires;  // decision 2: every valid acquire
     if (shutting_down_) {
         emit_reject(e.waiter, reject_reason::closed);
         return;
     }
-    if (!idle_order_.empty()) {
-        grant(e.waiter, idle_slot_to_grant(), e.now, e.now, /*immediate=*/true);
+    if (const std::optional<std::uint32_t> slot = fresh_slot_to_grant(e.now)) {
+        grant(e.waiter, *slot, e.now, e.now, /*immediate=*/true);
         return;
     }
     // Decision 1: the effective deadline is the earlier of the given one and
@@ -209,32 +248,46 @@ void reference_model::on_deregister(const core::event& e) {
     for (std::uint64_t id : ids) reject_queued(id, reject_reason::deregistered);
 }
 
-// Section 5, "Release": dirty -> retire (dirty); clean -> the first reason that holds
-// (shutdown, max_uses, max_lifetime), otherwise the slot becomes idle.
+// Section 5, "Release": dirty -> retire (dirty); clean -> see release_clean.
 void reference_model::on_release(const core::event& e) {
-    const slot_record& s = slots_[e.slot];
     if (e.outcome == core::release_outcome::dirty)
         retire(e.slot, retire_reason::dirty);
-    else if (shutting_down_)
-        retire(e.slot, retire_reason::shutdown);
-    else if (config_.max_uses > 0 && s.uses >= config_.max_uses)
-        retire(e.slot, retire_reason::max_uses);
-    else if (config_.max_lifetime > 0 && reached(saturating_add(s.birth, config_.max_lifetime), e.now))
-        retire(e.slot, retire_reason::max_lifetime);
     else
-        become_idle(e.slot, e.now);
+        release_clean(e.slot, e.now, /*after_reset=*/false);
+}
+
+// A clean release, and again a `reset_done ok` (section 5, "Release" and "Reset done"):
+// the first reason that holds (shutdown, max_uses, max_lifetime) retires the slot;
+// otherwise, with reset_on_release and not yet reset, it goes to resetting; otherwise it
+// becomes idle, verified now.
+void reference_model::release_clean(std::uint32_t slot, nanos now, bool after_reset) {
+    const slot_record& s = slots_[slot];
+    if (shutting_down_)
+        retire(slot, retire_reason::shutdown);
+    else if (config_.max_uses > 0 && s.uses >= config_.max_uses)
+        retire(slot, retire_reason::max_uses);
+    else if (past_lifetime(s, now))
+        retire(slot, retire_reason::max_lifetime);
+    else if (config_.reset_on_release && !after_reset)
+        start_reset(slot);
+    else
+        become_idle(slot, now);
 }
 
 // Section 5, "Spawned": idle (age counts from now), or retire (shutdown) if shutting
-// down; either way the failure count and any backoff are cleared (decision 6).
+// down, or (max_lifetime) if its drawn lifetime is 0 (a due time of 2^64-1 never comes,
+// decision 9); either way the failure count and any backoff are cleared (decision 6).
 void reference_model::on_spawned(const core::event& e) {
     slot_record& s = slots_[e.slot];
     s.birth = e.now;
+    s.lifetime = draw_lifetime();  // every valid spawned draws (decision 13)
     s.uses = 0;
     failures_ = 0;
     backoff_end_.reset();
     if (shutting_down_)
         retire(e.slot, retire_reason::shutdown);
+    else if (past_lifetime(s, e.now))
+        retire(e.slot, retire_reason::max_lifetime);
     else
         become_idle(e.slot, e.now);
 }
@@ -255,12 +308,51 @@ void reference_model::on_retired(const core::event& e) { slots_[e.slot] = slot_r
 // An idle slot's resource was found dead; it is retired (`died`). The slot was idle when
 // the event was validated (step 1); if step 2 of this same step already retired it
 // (max_lifetime or idle_timeout), it is retiring already and nothing more happens.
+// Decision 14: the same holds for a slot that step 2 moved to checking (keepalive).
 void reference_model::on_died(const core::event& e) {
     if (slots_[e.slot].state == slot_state::idle) retire(e.slot, retire_reason::died);
 }
 
+// Section 5, "Checked". alive: retire (shutdown) if shutting down, (max_lifetime) if the
+// resource reached its lifetime, (idle) by step 2's idle_timeout rule, which could not
+// see the slot while it was checking; otherwise idle again, verified now, its idle time
+// kept. dead: retire (died), whatever else holds (section 5, "Shutdown"). A keepalive
+// check that ends frees its place: keepalive checks now due start at once, in step 3.
+void reference_model::on_checked(const core::event& e) {
+    slot_record& s = slots_[e.slot];
+    const bool keepalive = s.keepalive;
+    s.keepalive = false;
+    if (e.check == core::check_outcome::dead) {
+        ++stats_.checks_failed;
+        retire(e.slot, retire_reason::died);
+    } else {
+        ++stats_.checks_passed;
+        if (shutting_down_)
+            retire(e.slot, retire_reason::shutdown);
+        else if (past_lifetime(s, e.now))
+            retire(e.slot, retire_reason::max_lifetime);
+        else if (past_idle_timeout_unwaited(s, e.now))
+            retire(e.slot, retire_reason::idle);
+        else
+            become_idle_after_check(e.slot, e.now);
+    }
+    if (keepalive) start_due_keepalive_checks(e.now);
+}
+
+// Section 5, "Reset done". ok: the rules of a clean release again (release_clean);
+// failed: retire (reset_failed), also while shutting down (section 5, "Shutdown").
+void reference_model::on_reset_done(const core::event& e) {
+    if (e.reset == core::reset_outcome::failed) {
+        ++stats_.resets_failed;
+        retire(e.slot, retire_reason::reset_failed);
+    } else {
+        release_clean(e.slot, e.now, /*after_reset=*/true);
+    }
+}
+
 // Section 5, "Shutdown": all queued waiters rejected `closed` (arrival order), then idle
-// slots retire (`shutdown`, by slot index). Idempotent (decision 8).
+// slots retire (`shutdown`, by slot index). Idempotent (decision 8). Checking and
+// resetting slots retire when their result arrives (on_checked, on_reset_done).
 void reference_model::on_shutdown() {
     if (shutting_down_) return;
     shutting_down_ = true;
@@ -272,26 +364,41 @@ void reference_model::on_shutdown() {
 }
 
 // ---------------------------------------------------------------------------------------
-// Step 4. While a slot is idle and a waiter is queued, grant.
+// Step 4. While a slot is idle and a waiter is queued: grant a fresh idle slot if there
+// is one; otherwise, while the queued waiters outnumber the checks and spawns in flight
+// (W - C - P > 0), check the most recently verified idle slot (a check on checkout; the
+// waiter keeps its place and its turn, an `alive` hands it the slot); otherwise stop.
 
 void reference_model::hand_out(nanos now) {
     while (!idle_order_.empty() && !waiters_.empty()) {
-        const std::uint32_t slot = idle_slot_to_grant();
-        const std::uint64_t id = next_waiter_to_grant();
-        const waiter_record w = take_waiter(id);
-        // Round robin: count the grant in the front handle's turn (decision 3); when the
-        // turn is used up, the handle moves to the back if it still has waiters. (A handle
-        // left without waiters has already left the rotation in take_waiter.)
-        if (config_.policy == core::fairness_policy::round_robin && in_rotation(w.handle)) {
-            ++turn_;
-            if (turn_ >= weight_.at(w.handle)) {
-                rotation_.pop_front();
-                rotation_.push_back(w.handle);
-                turn_ = 0;
-            }
+        if (const std::optional<std::uint32_t> slot = fresh_slot_to_grant(now)) {
+            grant_next_waiter(*slot, now);
+            continue;
         }
-        grant(w.id, slot, w.acquired_at, now, /*immediate=*/false);
+        const auto w = static_cast<std::int64_t>(waiters_.size());
+        const auto c = static_cast<std::int64_t>(count_slots(slot_state::checking));
+        const auto p = static_cast<std::int64_t>(count_slots(slot_state::spawning));
+        if (w - c - p <= 0) return;
+        start_check(idle_order_.back(), /*keepalive=*/false);
     }
+}
+
+// Grants `slot` to the next waiter (section 5, "Who is granted next").
+void reference_model::grant_next_waiter(std::uint32_t slot, nanos now) {
+    const std::uint64_t id = next_waiter_to_grant();
+    const waiter_record w = take_waiter(id);
+    // Round robin: count the grant in the front handle's turn (decision 3); when the
+    // turn is used up, the handle moves to the back if it still has waiters. (A handle
+    // left without waiters has already left the rotation in take_waiter.)
+    if (config_.policy == core::fairness_policy::round_robin && in_rotation(w.handle)) {
+        ++turn_;
+        if (turn_ >= weight_.at(w.handle)) {
+            rotation_.pop_front();
+            rotation_.push_back(w.handle);
+            turn_ = 0;
+        }
+    }
+    grant(w.id, slot, w.acquired_at, now, /*immediate=*/false);
 }
 
 // Section 5, "Who is granted next". fifo: the oldest queued waiter. round_robin: the
@@ -318,17 +425,19 @@ void reference_model::plan_spawns(nanos now) {
     }
 }
 
-// min(max(W - P, min_slots - live), empty slots, max_concurrent_spawns - P), signed.
+// min(max(W - P - C, min_slots - live), empty slots, max_concurrent_spawns - P), signed:
+// every check in flight (C) counts as a slot coming for a waiter, as a spawn does.
 // max_concurrent_spawns is a u64 that may exceed 2^63; it is capped at max_slots first,
 // which changes nothing: P + empty <= max_slots, so max_slots - P >= empty already.
 std::int64_t reference_model::spawns_wanted() const {
     const auto w = static_cast<std::int64_t>(waiters_.size());
     const auto p = static_cast<std::int64_t>(count_slots(slot_state::spawning));
+    const auto c = static_cast<std::int64_t>(count_slots(slot_state::checking));
     const auto live = static_cast<std::int64_t>(live_slots());
     const auto empty = static_cast<std::int64_t>(count_slots(slot_state::empty));
     const auto min_slots = static_cast<std::int64_t>(config_.min_slots);
     const auto concurrent = static_cast<std::int64_t>(std::min(*config_.max_concurrent_spawns, config_.max_slots));
-    return std::min({std::max(w - p, min_slots - live), empty, concurrent - p});
+    return std::min({std::max(w - p - c, min_slots - live), empty, concurrent - p});
 }
 
 // Inside a backoff: now < its end (an end of 2^64-1 never comes).
@@ -361,13 +470,20 @@ std::optional<nanos> reference_model::next_deadline() const {
         for (const slot_record& s : slots_)
             if (s.state == slot_state::leased && !s.leak_reported)
                 consider(saturating_add(s.granted_at, config_.leak_threshold));
-    // Idle slots' birth + max_lifetime.
+    // Idle slots' birth + lifetime (decision 13).
     if (config_.max_lifetime > 0)
         for (const slot_record& s : slots_)
-            if (s.state == slot_state::idle) consider(saturating_add(s.birth, config_.max_lifetime));
-    // The oldest idle slot's idle time + idle_timeout, if more than min_slots are live.
-    if (config_.idle_timeout > 0 && !idle_order_.empty() && live_slots() > config_.min_slots)
-        consider(saturating_add(slots_[idle_order_.front()].idle_since, config_.idle_timeout));
+            if (s.state == slot_state::idle) consider(end_of_life(s));
+    // The oldest idle slot's (by idle time) idle time + idle_timeout, if more than
+    // min_slots are live.
+    if (const std::optional<std::uint32_t> oldest = oldest_by_idle_time();
+        config_.idle_timeout > 0 && oldest && live_slots() > config_.min_slots)
+        consider(saturating_add(slots_[*oldest].idle_since, config_.idle_timeout));
+    // The least recently verified idle slot's verification + keepalive_interval, if fewer
+    // than max_concurrent_checks keepalive checks are in flight.
+    if (config_.keepalive_interval > 0 && !idle_order_.empty() &&
+        keepalive_checks_in_flight() < config_.max_concurrent_checks)
+        consider(saturating_add(slots_[idle_order_.front()].verified, config_.keepalive_interval));
     // The backoff's end: only when not shutting down, after the last event's now, and
     // spawn planning with the current counts would start at least one spawn.
     if (!shutting_down_ && backoff_end_ && *backoff_end_ > last_now_ && spawns_wanted() >= 1)
@@ -436,19 +552,97 @@ std::uint64_t reference_model::count_slots(slot_state s) const {
         std::count_if(slots_.begin(), slots_.end(), [&](const slot_record& r) { return r.state == s; }));
 }
 
-// Section 5: live = idle + leased + spawning.
+// Section 1: live = spawning + idle + leased + checking + resetting.
 std::uint64_t reference_model::live_slots() const {
-    return count_slots(slot_state::idle) + count_slots(slot_state::leased) + count_slots(slot_state::spawning);
+    return count_slots(slot_state::spawning) + count_slots(slot_state::idle) + count_slots(slot_state::leased) +
+           count_slots(slot_state::checking) + count_slots(slot_state::resetting);
 }
 
-// Section 5, "Idle order": lifo grants the most recently idled slot, fifo the least.
-std::uint32_t reference_model::idle_slot_to_grant() const {
-    return config_.idle_order == core::idle_order::lifo ? idle_order_.back() : idle_order_.front();
+// Section 1: an idle slot is stale when verified + check_after_idle <= now (only with
+// check_after_idle > 0; a due time of 2^64-1 never comes), fresh otherwise.
+bool reference_model::is_fresh(std::uint32_t slot, nanos now) const {
+    return config_.check_after_idle == 0 ||
+           !reached(saturating_add(slots_[slot].verified, config_.check_after_idle), now);
 }
 
+// Section 5, "Idle order": lifo grants the newest fresh slot (by verification), fifo
+// the oldest fresh one; none if every idle slot is stale.
+std::optional<std::uint32_t> reference_model::fresh_slot_to_grant(nanos now) const {
+    if (config_.idle_order == core::idle_order::lifo) {
+        for (auto it = idle_order_.rbegin(); it != idle_order_.rend(); ++it)
+            if (is_fresh(*it, now)) return *it;
+    } else {
+        for (const std::uint32_t slot : idle_order_)
+            if (is_fresh(slot, now)) return slot;
+    }
+    return std::nullopt;
+}
+
+// Decision 5: the idle slot with the oldest idle time; ties: the one whose idle time was
+// set first (the earlier step).
+std::optional<std::uint32_t> reference_model::oldest_by_idle_time() const {
+    std::optional<std::uint32_t> oldest;
+    for (const std::uint32_t slot : idle_order_) {
+        const slot_record& s = slots_[slot];
+        if (!oldest || s.idle_since < slots_[*oldest].idle_since ||
+            (s.idle_since == slots_[*oldest].idle_since && s.idle_step < slots_[*oldest].idle_step))
+            oldest = slot;
+    }
+    return oldest;
+}
+
+// Decision 13: max_lifetime rules use birth + the resource's own lifetime.
+nanos reference_model::end_of_life(const slot_record& s) const { return saturating_add(s.birth, s.lifetime); }
+
+bool reference_model::past_lifetime(const slot_record& s, nanos now) const {
+    return config_.max_lifetime > 0 && reached(end_of_life(s), now);
+}
+
+// Section 5, "Checked": nobody is queued, idle time + idle_timeout <= now (idle_timeout
+// > 0) and more than min_slots slots are live (the slot being checked among them).
+bool reference_model::past_idle_timeout_unwaited(const slot_record& s, nanos now) const {
+    return waiters_.empty() && config_.idle_timeout > 0 && live_slots() > config_.min_slots &&
+           reached(saturating_add(s.idle_since, config_.idle_timeout), now);
+}
+
+std::uint64_t reference_model::keepalive_checks_in_flight() const {
+    return static_cast<std::uint64_t>(std::count_if(slots_.begin(), slots_.end(), [](const slot_record& r) {
+        return r.state == slot_state::checking && r.keepalive;
+    }));
+}
+
+// The least recently verified idle slot has verified + keepalive_interval <= now.
+bool reference_model::keepalive_due(nanos now) const {
+    return !idle_order_.empty() &&
+           reached(saturating_add(slots_[idle_order_.front()].verified, config_.keepalive_interval), now);
+}
+
+// Decision 13: with max_lifetime_jitter J > 0, lifetime = max_lifetime - ((x (J + 1)) >> 64)
+// for the next splitmix64 draw x; with J = 0 nothing is drawn.
+nanos reference_model::draw_lifetime() {
+    const std::uint64_t jitter = config_.max_lifetime_jitter;
+    if (jitter == 0) return config_.max_lifetime;
+    const std::uint64_t x = detail::splitmix64(jitter_state_);
+    return config_.max_lifetime - scaled_draw(x, jitter);
+}
+
+// The slot becomes idle after a `spawned`, a clean release kept or a `reset_done ok`:
+// verified now, idle time now (decision 5), at the back of the idle order.
 void reference_model::become_idle(std::uint32_t slot, nanos now) {
-    slots_[slot].state = slot_state::idle;
-    slots_[slot].idle_since = now;
+    slot_record& s = slots_[slot];
+    s.state = slot_state::idle;
+    s.idle_since = now;
+    s.idle_step = steps_;
+    s.verified = now;
+    idle_order_.push_back(slot);
+}
+
+// After a `checked alive`: verified now, at the back of the idle order, but its idle
+// time unchanged (a check is no use: idle_timeout keeps counting).
+void reference_model::become_idle_after_check(std::uint32_t slot, nanos now) {
+    slot_record& s = slots_[slot];
+    s.state = slot_state::idle;
+    s.verified = now;
     idle_order_.push_back(slot);
 }
 
@@ -474,9 +668,26 @@ void reference_model::grant(std::uint64_t waiter, std::uint32_t slot, nanos acqu
     effects_.push_back(effect::grant(waiter, slot, s.lease));
 }
 
+// An idle slot goes to checking with the effect `check` (section 5, steps 2 and 4).
+void reference_model::start_check(std::uint32_t slot, bool keepalive) {
+    leave_idle(slot);
+    slots_[slot].state = slot_state::checking;
+    slots_[slot].keepalive = keepalive;
+    ++stats_.checks_started;  // decision 11
+    effects_.push_back(effect::check(slot));
+}
+
+// A released slot goes to resetting with the effect `reset` (section 5, "Release").
+void reference_model::start_reset(std::uint32_t slot) {
+    slots_[slot].state = slot_state::resetting;
+    ++stats_.resets_started;  // decision 11
+    effects_.push_back(effect::reset(slot));
+}
+
 void reference_model::retire(std::uint32_t slot, retire_reason why) {
     if (slots_[slot].state == slot_state::idle) leave_idle(slot);
     slots_[slot].state = slot_state::retiring;
+    slots_[slot].keepalive = false;
     ++stats_.retirements[static_cast<std::size_t>(why)];
     effects_.push_back(effect::retire(slot, why));
 }

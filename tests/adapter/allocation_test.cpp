@@ -138,6 +138,29 @@ std::unique_ptr<int_pool> warm_pool(boost::asio::io_context& io) {
     return p;
 }
 
+// The same, built from resource_hooks with a check and a reset hook that the settings
+// never call (all health settings off), or call only past the test's end (a check after
+// an hour idle, a keepalive every hour): a hook given but not due costs nothing.
+std::unique_ptr<int_pool> warm_pool_with_hooks(boost::asio::io_context& io, bool checks_configured) {
+    pool_options o;
+    o.scheduler.max_slots = 2;
+    o.scheduler.min_slots = 2;
+    if (checks_configured) {
+        o.scheduler.check_after_idle = 3'600'000'000'000;
+        o.scheduler.keepalive_interval = 3'600'000'000'000;
+    }
+    resource_hooks<int> hooks{
+        .create = []() -> boost::asio::awaitable<int> { co_return 7; },
+        .check = [](int&) -> boost::asio::awaitable<bool> { co_return true; },
+        .reset = [](int&) -> boost::asio::awaitable<bool> { co_return true; },
+    };
+    auto p = std::make_unique<int_pool>(io.get_executor(), o, std::move(hooks));
+    // Not io.run(): the keepalive timer, armed an hour ahead, is outstanding work.
+    while (p->stats().slots[static_cast<int>(core::slot_state::idle)] < 2 && io.run_one() > 0) {
+    }
+    return p;
+}
+
 TEST(adapter_allocation, the_counter_sees_every_kind_of_allocation) {
     // Each pointer escapes, or the compiler may elide the allocation altogether.
     const auto escape = [](void* p) { asm volatile("" : : "g"(p) : "memory"); };
@@ -195,6 +218,31 @@ TEST(adapter_allocation, callback_acquire_release_cycles_allocate_nothing_once_w
                 static_cast<unsigned long long>(loop.w.count()), static_cast<unsigned long long>(measured));
     EXPECT_EQ(loop.w.count(), 0u);
     if (loop.w.count() != 0) print_captured();
+}
+
+TEST(adapter_allocation, hooks_that_are_never_due_allocate_nothing_once_warm) {
+    for (const bool checks_configured : {false, true}) {
+        boost::asio::io_context io(1);
+        auto pool = warm_pool_with_hooks(io, checks_configured);
+        callback_loop loop;
+        loop.pool = pool.get();
+        boost::asio::post(io, [&loop] { loop.pool->async_acquire(next_cycle{&loop}); });
+        // The keepalive timer, armed an hour ahead, is outstanding work: run until the
+        // loop is done instead of until the context runs dry.
+        while (loop.done < warm_up + measured && io.run_one() > 0) {
+        }
+        ASSERT_EQ(loop.done, warm_up + measured);
+        EXPECT_EQ(loop.errors, 0u);
+        const core::stats s = pool->stats();
+        EXPECT_EQ(s.grants_immediate, warm_up + measured);
+        EXPECT_EQ(s.checks_started, 0u);
+        EXPECT_EQ(s.resets_started, 0u);
+        std::printf("callback loop with hooks (checks %s): %llu allocations in %llu warm cycles\n",
+                    checks_configured ? "configured, never due" : "off",
+                    static_cast<unsigned long long>(loop.w.count()), static_cast<unsigned long long>(measured));
+        EXPECT_EQ(loop.w.count(), 0u);
+        if (loop.w.count() != 0) print_captured();
+    }
 }
 
 TEST(adapter_allocation, coroutine_acquire_release_cycles_once_warm) {

@@ -16,9 +16,8 @@
 #include <sstream>
 #include <type_traits>
 
-#include "fairpool/core/scheduler.hpp"
-#include "fairpool/trace/read.hpp"
 #include "fixture.hpp"
+#include "recording_check.hpp"
 
 namespace fairpool::testing {
 namespace {
@@ -466,20 +465,6 @@ TEST_F(adapter, counters_count_a_completion_before_it_is_posted) {
     EXPECT_EQ(seen[1].acquires, 2u);
 }
 
-// The counters the core holds after the events the actor fed it so far: the recording
-// replayed through a scheduler of its own.
-core::stats counters_of_recording(const std::string& recorded) {
-    const trace::read_result read = trace::read(recorded);
-    const auto* t = std::get_if<trace::trace>(&read);
-    if (t == nullptr) {
-        ADD_FAILURE() << std::get<trace::read_error>(read).describe("recording");
-        return {};
-    }
-    core::scheduler replayed(t->config);
-    for (const trace::step& s : t->steps) EXPECT_TRUE(replayed.step(s.event).ok());
-    return replayed.counters();
-}
-
 // Publishing writes only what changed: after every drain the snapshot must still equal
 // the core's counters, whichever of them a step changed (grants immediate and after a
 // wait into different histogram buckets, several grants in one drain, rejections of
@@ -554,6 +539,30 @@ TEST_F(adapter, a_resource_whose_close_hangs_is_dropped_after_retire_grace) {
     EXPECT_EQ(pool.stats().slots[static_cast<int>(core::slot_state::retiring)], 0u);
     EXPECT_EQ(log_->created, 2);  // min_slots: replaced
     EXPECT_EQ(pool.stats().slots[static_cast<int>(core::slot_state::idle)], 1u);
+}
+
+TEST_F(adapter, a_resource_whose_close_throws_is_dropped_at_once) {
+    auto log = log_;
+    test_pool pool(
+        io.get_executor(), options(1, 1),
+        [log]() -> boost::asio::awaitable<resource> { co_return resource(++log->created, log); },
+        [log](resource&) -> boost::asio::awaitable<void> {
+            ++log->closed;
+            throw std::runtime_error("close failed");
+            co_return;
+        });
+    settle();
+    outcome a;
+    pool.async_acquire(record(a));
+    settle();
+    ASSERT_TRUE(a.lease);
+    a.lease.mark_dirty();
+    a.lease.release();
+    settle();  // no time passes: not held until retire_grace
+    EXPECT_EQ(log_->closed, 1);
+    EXPECT_EQ(log_->destroyed, 1);
+    EXPECT_EQ(pool.stats().slots[static_cast<int>(core::slot_state::retiring)], 0u);
+    EXPECT_EQ(log_->created, 2);
 }
 
 TEST_F(adapter, a_lease_held_past_leak_threshold_is_reported_once) {

@@ -31,7 +31,12 @@
 // the recording with `fairpool-replay --check` (FAIRPOOL_REPLAY names it) and, in
 // process, with model::lockstep: same effects, no breach.
 //
-// FAIRPOOL_STRESS_CYCLES and FAIRPOOL_RECORDING_CYCLES scale the two runs (sanitizer
+// The health run records the same load with checks before reuse, keepalive and resets on
+// release turned on, on the 4 io_context threads: checks and resets touch the resource's
+// plain counter like a holder (ThreadSanitizer sees any missing order), some come back
+// dead or failed, and such a resource must never be handed out again.
+//
+// FAIRPOOL_STRESS_CYCLES and FAIRPOOL_RECORDING_CYCLES scale the runs (sanitizer
 // builds set them lower in meson.build).
 #include <gtest/gtest.h>
 
@@ -63,6 +68,7 @@
 #include "fairpool/asio/pool.hpp"
 #include "fairpool/model/lockstep.hpp"
 #include "fairpool/trace/read.hpp"
+#include "recording_check.hpp"
 
 namespace fairpool::testing {
 namespace {
@@ -126,6 +132,10 @@ struct stress_config {
     // are out: queued and later acquires are rejected `closed`, the close completes once
     // every lease is back.
     bool close_under_load = false;
+    // check_after_idle (1 ns: nearly every grant of an idle slot is checked),
+    // keepalive_interval (200 us, 2 at once), reset_on_release; every 4th check dead and
+    // every 40th reset failed.
+    bool health = false;
     std::uint64_t seed = 1;
 };
 
@@ -204,14 +214,25 @@ public:
             o.mailbox_capacity = 64;
             o.retire_grace = std::chrono::milliseconds(100);
             o.recorder = config_.recorder;
+            if (config_.health) {
+                o.scheduler.check_after_idle = 1;
+                o.scheduler.keepalive_interval = 200'000;
+                o.scheduler.max_concurrent_checks = 2;
+                o.scheduler.reset_on_release = true;
+            }
             auto* counters = &counters_;
-            stress_pool pool(
-                io_.get_executor(), o,
-                [counters]() -> boost::asio::awaitable<stress_resource> { co_return stress_resource(counters); },
-                [counters](stress_resource&) -> boost::asio::awaitable<void> {
-                    counters->closed.fetch_add(1, relaxed);
-                    co_return;
-                });
+            stress_pool pool(io_.get_executor(), o,
+                             resource_hooks<stress_resource>{
+                                 .create = [counters]() -> boost::asio::awaitable<stress_resource> {
+                                     co_return stress_resource(counters);
+                                 },
+                                 .close = [counters](stress_resource&) -> boost::asio::awaitable<void> {
+                                     counters->closed.fetch_add(1, relaxed);
+                                     co_return;
+                                 },
+                                 .check = [this](stress_resource& r) { return verdict(r, 0); },
+                                 .reset = [this](stress_resource& r) { return verdict(r, 1); },
+                             });
             lifetime = pool.lifetime();
             pool_ = &pool;
 
@@ -394,6 +415,19 @@ private:
             --pr.inflight;
         }
         pr.cv.notify_one();
+    }
+
+    // A check's (kind 0) or a reset's (kind 1) answer: false for every 4th check and
+    // every 40th reset (counted with relaxed atomics: no order between the hooks). A
+    // resource that fails is never to be handed out again: marked like a dirty one.
+    boost::asio::awaitable<bool> verdict(stress_resource& r, std::size_t kind) {
+        r.use();  // plain memory: ordered after its last holder, before its next
+        const bool passed = (hook_calls_[kind].fetch_add(1, relaxed) + 1) % (kind == 0 ? 4 : 40) != 0;
+        if (!passed) {
+            if (r.id() >= dirty_.size()) fail("more resources than the test expected");
+            else dirty_[r.id()].store(1, relaxed);
+        }
+        co_return passed;
     }
 
     void accept(unsigned p, stress_lease l) {
@@ -580,6 +614,7 @@ private:
     std::array<std::atomic<std::uint64_t>, outcome_kinds> outcomes_{};
     std::atomic<std::uint64_t> next_op_{0}, issued_{0}, granted_{0};
     std::atomic<std::uint64_t> cancels_requested_{0}, dirty_releases_{0}, handles_replaced_{0};
+    std::array<std::atomic<std::uint64_t>, 2> hook_calls_{};  // checks, resets
     std::atomic<std::int64_t> leases_out_{0};
     std::atomic<bool> stop_{false};
     std::array<std::atomic<std::uint64_t>, 4> release_routes_{};
@@ -668,26 +703,14 @@ TEST(adapter_stress, closing_under_load_rejects_the_rest_and_waits_for_every_lea
 
 // --- Recording ---------------------------------------------------------------------------
 
-// Runs `fairpool-replay --check FILE`; its exit status, and what it printed.
-std::pair<int, std::string> run_replay_check(const std::string& tool, const std::string& file) {
-    const std::string out = file + ".out";
-    const std::string command = "'" + tool + "' --check '" + file + "' >'" + out + "' 2>&1";
-    const int status = std::system(command.c_str());
-    std::ifstream printed(out);
-    std::stringstream text;
-    text << printed.rdbuf();
-    std::remove(out.c_str());
-    if (status == -1 || !WIFEXITED(status)) return {-1, text.str()};
-    return {WEXITSTATUS(status), text.str()};
-}
-
-TEST(adapter_stress, a_recording_of_a_multithreaded_run_replays_identically) {
+// Runs the load with a recorder into `report`, then checks the recording in process
+// against the reference model, and with the tool.
+void expect_recording_replays_identically(stress_config c, stress_report& report) {
     std::ostringstream recording;
-    stress_config c;
-    c.cycles = env_or("FAIRPOOL_RECORDING_CYCLES", 20'000);
     c.recorder = &recording;
     stress_harness h(c);
-    const stress_report r = h.run();
+    report = h.run();
+    const stress_report& r = report;
     std::printf("%s\n", r.describe().c_str());
     expect_clean_run(h, r);
     EXPECT_GE(r.outcomes[ok], c.cycles);
@@ -741,6 +764,34 @@ TEST(adapter_stress, a_recording_of_a_multithreaded_run_replays_identically) {
     EXPECT_NE(printed.find(": ok,"), std::string::npos) << printed;
     if (status == 0) std::remove(path);
     else std::printf("recording kept in %s\n", path);
+}
+
+TEST(adapter_stress, a_recording_of_a_multithreaded_run_replays_identically) {
+    stress_config c;
+    c.cycles = env_or("FAIRPOOL_RECORDING_CYCLES", 20'000);
+    stress_report r;
+    expect_recording_replays_identically(c, r);
+}
+
+TEST(adapter_stress, a_recording_with_checks_and_resets_on_many_threads_replays_identically) {
+    stress_config c;
+    c.cycles = env_or("FAIRPOOL_RECORDING_CYCLES", 20'000) / 2;
+    c.health = true;
+    c.window = 3;  // 9 outstanding acquires for 6 slots: some wait, some slots go idle and stale
+    stress_report r;
+    expect_recording_replays_identically(c, r);
+    std::printf("checks %llu: %llu alive, %llu dead; resets %llu, %llu failed\n",
+                static_cast<unsigned long long>(r.stats.checks_started),
+                static_cast<unsigned long long>(r.stats.checks_passed),
+                static_cast<unsigned long long>(r.stats.checks_failed),
+                static_cast<unsigned long long>(r.stats.resets_started),
+                static_cast<unsigned long long>(r.stats.resets_failed));
+    EXPECT_GT(r.stats.checks_passed, 0u);
+    EXPECT_GT(r.stats.checks_failed, 0u);
+    EXPECT_GT(r.stats.resets_started, 0u);
+    EXPECT_GT(r.stats.resets_failed, 0u);
+    EXPECT_EQ(r.stats.slots[static_cast<int>(core::slot_state::checking)], 0u);
+    EXPECT_EQ(r.stats.slots[static_cast<int>(core::slot_state::resetting)], 0u);
 }
 
 }  // namespace

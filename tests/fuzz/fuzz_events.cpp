@@ -55,6 +55,13 @@ core::config decode_config(bytes& in) {
     c.spawn_backoff_max = c.spawn_backoff_initial * (1 + in.pick(8));
     if (in.pick(2)) c.max_concurrent_spawns = 1 + in.pick(c.max_slots + 1);
     c.leak_threshold = durations[in.pick(6)];
+    // Health (issue 13), read last so that older inputs keep their meaning up to here.
+    c.check_after_idle = durations[in.pick(6)];
+    c.keepalive_interval = durations[in.pick(6)];
+    c.max_concurrent_checks = 1 + in.pick(c.max_slots + 1);
+    c.reset_on_release = in.pick(3) == 2;
+    c.max_lifetime_jitter = in.pick(c.max_lifetime + 1);
+    c.jitter_seed = in.pick(256);
     return c;
 }
 

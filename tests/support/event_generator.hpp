@@ -14,7 +14,9 @@
 //     (at or before now: a try-acquire; soon; tied with the next deadline; or never);
 //   - cancels of live waiters (and of completed or unknown ones), deregistrations;
 //   - the release of a leased slot with its current lease (clean or dirty), spawned or
-//     spawn_failed for a spawning slot, retired for a retiring one, died for an idle one;
+//     spawn_failed for a spawning slot, retired for a retiring one, died for an idle one,
+//     checked (alive, sometimes dead) for a checking one, reset_done (ok, sometimes
+//     failed) for a resetting one;
 //   - rarely, and never early, an event that ends the run's busy part: a shutdown or
 //     (one time in eight) the clock's jump to the end of time, within 1000 ns of
 //     2^64 - 1, where deadlines saturate;
@@ -30,6 +32,7 @@
 #include <algorithm>
 #include <concepts>
 #include <cstdint>
+#include <iterator>
 #include <optional>
 #include <type_traits>
 #include <vector>
@@ -209,8 +212,16 @@ struct event_generator::draw {
     }
 
     // The slot event that some slot's state allows, or a tick if no slot has that state.
+    // Checks and resets come back first, most of the time, when a slot waits for one.
     core::event slot_event(nanos now) {
         using core::slot_state;
+        if (pick(3) != 0) {
+            using core::check_outcome, core::reset_outcome;
+            if (const auto s = some_slot(slot_state::checking))
+                return core::event::checked(now, *s, one_in(4) ? check_outcome::dead : check_outcome::alive);
+            if (const auto s = some_slot(slot_state::resetting))
+                return core::event::reset_done(now, *s, one_in(5) ? reset_outcome::failed : reset_outcome::ok);
+        }
         const std::uint64_t roll = pick(10);
         if (roll < 4) {
             if (const auto s = some_slot(slot_state::leased)) {
@@ -258,9 +269,12 @@ struct event_generator::draw {
                 const std::uint64_t lease = g.lease_of_slot_[s];
                 return core::event::release(now, s, machine.slot(s) == core::slot_state::leased ? lease + 1 : lease);
             }
-            case 5: {  // not_spawning, not_retiring, not_idle
+            case 5: {  // not_spawning, not_retiring, not_idle, not_checking, not_resetting
                 const core::event_kind kind = slot_event_kind();
-                return core::event::of_slot(kind, now, any_slot());
+                core::event e = core::event::of_slot(kind, now, any_slot());
+                if (one_in(2)) e.check = core::check_outcome::dead;
+                if (one_in(2)) e.reset = core::reset_outcome::failed;
+                return e;
             }
             default: {  // bad_slot
                 const core::event_kind kind = one_in(2) ? core::event_kind::release : slot_event_kind();
@@ -275,15 +289,19 @@ struct event_generator::draw {
 
     core::event_kind slot_event_kind() {
         static constexpr core::event_kind kinds[] = {core::event_kind::spawned, core::event_kind::spawn_failed,
-                                                     core::event_kind::retired, core::event_kind::died};
-        return kinds[pick(4)];
+                                                     core::event_kind::retired, core::event_kind::died,
+                                                     core::event_kind::checked, core::event_kind::reset_done};
+        return kinds[pick(std::size(kinds))];
     }
 
     // Any kind but shutdown (kept rare: it ends a run's busy part), at about now (perhaps
     // a little earlier), with every field drawn whether the kind reads it or not.
     core::event arbitrary() {
-        static_assert(static_cast<int>(core::event_kind::shutdown) == core::event_kind_count - 1);
-        const auto kind = static_cast<core::event_kind>(pick(core::event_kind_count - 1));
+        // Kinds after shutdown move down one place: shutdown itself is never drawn.
+        constexpr auto shutdown = static_cast<std::uint64_t>(core::event_kind::shutdown);
+        std::uint64_t k = pick(core::event_kind_count - 1);
+        if (k >= shutdown) ++k;
+        const auto kind = static_cast<core::event_kind>(k);
         core::event e = core::event::of(kind, plus(g.now_ - std::min<nanos>(g.now_, 2), pick(5)));
         e.waiter = pick(g.next_waiter_ + 2);
         e.handle = pick(handles + 2);
@@ -291,6 +309,8 @@ struct event_generator::draw {
         if (e.slot < g.config_.max_slots && one_in(2)) e.lease = g.lease_of_slot_[e.slot];
         else e.lease = pick(g.last_lease_ + 3);
         if (one_in(4)) e.outcome = core::release_outcome::dirty;
+        if (one_in(4)) e.check = core::check_outcome::dead;
+        if (one_in(4)) e.reset = core::reset_outcome::failed;
         if (one_in(3)) e.deadline = deadline(e.now);
         if (one_in(3)) e.weight = any_weight();
         return e;

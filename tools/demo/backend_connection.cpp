@@ -52,14 +52,31 @@ asio::awaitable<backend_connection> backend_connection::connect(tcp::endpoint en
 }
 
 asio::awaitable<backend_reply> backend_connection::round_trip(std::string_view request) {
-    in_flight_ = true;
     ++requests_;
+    co_return co_await exchange(request);
+}
+
+asio::awaitable<backend_reply> backend_connection::exchange(std::string_view request) {
+    in_flight_ = true;
     auto [ec, n] = co_await asio::async_write(socket_, asio::buffer(request), use_tuple);
     if (ec) co_return backend_reply{ec, {}};
     auto reply = co_await read_reply();
     if (!reply.ec) in_flight_ = false;
     co_return reply;
 }
+
+asio::awaitable<bool> backend_connection::answers(std::string request, std::string_view expected) {
+    const auto reply = co_await exchange(request);
+    if (reply.ec) co_return false;
+    const auto parsed = resp::parse(reply.frame);
+    co_return parsed.frame.type == resp::type::simple_string && parsed.frame.text == expected;
+}
+
+// The requests are encoded outside the coroutine: g++ 12 cannot compile an
+// initializer_list built inside one ("array used as initializer").
+asio::awaitable<bool> backend_connection::ping() { return answers(resp::command({"PING"}), "PONG"); }
+
+asio::awaitable<bool> backend_connection::reset() { return answers(resp::command({"RESET"}), "RESET"); }
 
 asio::awaitable<backend_reply> backend_connection::read_reply() {
     const resp::limits limits{max_backend_reply_bytes, 1024 * 1024, 8};

@@ -3,9 +3,11 @@
 //
 // connect() is the pool's factory: TCP connect, then PING and CLIENT ID as the
 // handshake, all bounded by a timeout; it throws on failure (a failed spawn). round_trip()
-// sends one request and reads one whole reply frame. close() is the pool's graceful
-// close: QUIT when the connection is clean, a plain close when a request was cut off
-// mid-flight (its reply would still be on the way).
+// sends one request and reads one whole reply frame. ping() is the pool's check and
+// reset() its reset (the pool bounds both by its check_timeout and reset_timeout, and
+// cancels them past it). close() is the pool's graceful close: QUIT when the connection
+// is clean, a plain close when a request, a check or a reset was cut off mid-flight (its
+// reply would still be on the way).
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <chrono>
@@ -37,6 +39,16 @@ public:
     // Writes `request` (one RESP frame) and reads one reply frame.
     boost::asio::awaitable<backend_reply> round_trip(std::string_view request);
 
+    // The pool's check: PING, answered +PONG. False on any other answer or an I/O error
+    // (a connection the server closed while it was idle reads end of file here).
+    boost::asio::awaitable<bool> ping();
+
+    // The pool's reset: RESET (Redis >= 6.2), answered +RESET: the connection's session
+    // state (selected database, MULTI, subscriptions, client name, tracking) is a fresh
+    // connection's again. False on any other answer (a server without RESET, or one that
+    // refuses it) or an I/O error.
+    boost::asio::awaitable<bool> reset();
+
     // QUIT if nothing is on the wire, then close.
     boost::asio::awaitable<void> close();
 
@@ -50,6 +62,10 @@ private:
     explicit backend_connection(boost::asio::ip::tcp::socket socket) : socket_(std::move(socket)) {}
 
     boost::asio::awaitable<backend_reply> read_reply();
+    // One request and its reply, marked in flight until the whole reply is read.
+    boost::asio::awaitable<backend_reply> exchange(std::string_view request);
+    // Sends `request`; true if the reply is the simple string `expected`.
+    boost::asio::awaitable<bool> answers(std::string request, std::string_view expected);
 
     boost::asio::ip::tcp::socket socket_;
     std::string buffer_;

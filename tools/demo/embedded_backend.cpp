@@ -139,6 +139,10 @@ std::string embedded_backend::execute(client& c, const std::vector<std::string>&
             return resp::bulk(list);
         }
     }
+    if (name == "RESET" && arity(1)) {
+        c.name.clear();
+        return resp::simple("RESET");
+    }
     if (name == "QUIT") {
         quit = true;
         return resp::simple("OK");

@@ -1,8 +1,8 @@
 #pragma once
 // A tiny in-process RESP server with an in-memory map, so the demo needs nothing else
-// installed. It speaks PING, ECHO, GET, SET, INCR, DEL, CLIENT ID|LIST|SETNAME and QUIT,
-// with an optional artificial latency per command (a timer: it never blocks). It runs on
-// a thread of its own and listens on 127.0.0.1, on a free port.
+// installed. It speaks PING, ECHO, GET, SET, INCR, DEL, CLIENT ID|LIST|SETNAME, RESET
+// and QUIT, with an optional artificial latency per command (a timer: it never blocks).
+// It runs on a thread of its own and listens on 127.0.0.1, on a free port.
 #include <atomic>
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/io_context.hpp>

@@ -202,6 +202,8 @@ void print_pool_stats(std::FILE* out, const core::stats& s) {
     std::fprintf(out, "\n      spawns %llu, spawn failures %llu; retirements:", u(s.spawns), u(s.spawn_failures));
     for (int r = 0; r < core::retire_reason_count; ++r)
         std::fprintf(out, " %s %llu", core::to_string(static_cast<core::retire_reason>(r)), u(s.retirements[static_cast<std::size_t>(r)]));
+    std::fprintf(out, "\n      checks %llu: %llu alive, %llu dead; resets %llu, %llu failed", u(s.checks_started),
+                 u(s.checks_passed), u(s.checks_failed), u(s.resets_started), u(s.resets_failed));
     std::fprintf(out, "\n      slots:");
     for (int st = 0; st < core::slot_state_count; ++st)
         std::fprintf(out, " %s %llu", core::to_string(static_cast<core::slot_state>(st)), u(s.slots[static_cast<std::size_t>(st)]));

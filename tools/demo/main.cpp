@@ -44,6 +44,12 @@ A Redis proxy that shares a fair, bounded pool of backend connections among tena
   --request-timeout-ms N  per-request timeout, waiting included (default 1000)
   --max-clients N         client connections at most (default 256)
   --metrics-port PORT     serve GET /metrics (Prometheus text) on 127.0.0.1:PORT
+  --check-after-idle-ms N PING a backend connection idle N ms or more before it is
+                          handed out; a dead one is replaced (default 0: off)
+  --keepalive-ms N        PING idle backend connections every N ms, replacing dead ones
+                          before a request needs them (default 0: off)
+  --reset-on-release      send RESET on a backend connection after each request, before
+                          its reuse; one that fails it is closed (Redis >= 6.2)
   --help
 Tenants: a client is tenant "default" until it sends CLIENT SETNAME <tenant>.
 )";
@@ -61,6 +67,9 @@ struct options {
     unsigned long request_timeout_ms = 1000;
     unsigned long max_clients = 256;
     std::optional<unsigned long> metrics_port;
+    unsigned long check_after_idle_ms = 0;
+    unsigned long keepalive_ms = 0;
+    bool reset_on_release = false;
 };
 
 std::optional<options> parse(int argc, char** argv) {
@@ -111,6 +120,12 @@ std::optional<options> parse(int argc, char** argv) {
         } else if (a == "--metrics-port") {
             if (!num(n, 65535)) return std::nullopt;
             o.metrics_port = n;
+        } else if (a == "--check-after-idle-ms") {
+            if (!num(o.check_after_idle_ms, 3'600'000)) return std::nullopt;
+        } else if (a == "--keepalive-ms") {
+            if (!num(o.keepalive_ms, 3'600'000)) return std::nullopt;
+        } else if (a == "--reset-on-release") {
+            o.reset_on_release = true;
         } else {
             std::fprintf(stderr, "fairpool-demo: unknown option %s\n%s", argv[i], usage);
             return std::nullopt;
@@ -141,6 +156,9 @@ int main(int argc, char** argv) {
     po.pool.scheduler.min_slots = std::min<std::uint64_t>(2, po.pool.scheduler.max_slots);
     po.pool.scheduler.policy = o.policy == "fifo" ? fairpool::core::fairness_policy::fifo
                                                   : fairpool::core::fairness_policy::round_robin;
+    po.pool.scheduler.check_after_idle = std::uint64_t{o.check_after_idle_ms} * 1'000'000;
+    po.pool.scheduler.keepalive_interval = std::uint64_t{o.keepalive_ms} * 1'000'000;
+    po.pool.scheduler.reset_on_release = o.reset_on_release;
     po.request_timeout = std::chrono::milliseconds(o.request_timeout_ms);
     po.max_clients = o.max_clients;
 
@@ -156,6 +174,10 @@ int main(int argc, char** argv) {
                 proxy->local_endpoint().address().to_string().c_str(), proxy->local_endpoint().port(),
                 embedded ? "embedded" : "redis", po.backend.address().to_string().c_str(), po.backend.port(),
                 static_cast<unsigned long long>(po.pool.scheduler.max_slots), o.policy.c_str());
+    if (o.check_after_idle_ms > 0 || o.keepalive_ms > 0 || o.reset_on_release)
+        std::printf("fairpool-demo: backend health: check (PING) after %lu ms idle, keepalive every %lu ms, reset "
+                    "(RESET) on release %s (0: off)\n",
+                    o.check_after_idle_ms, o.keepalive_ms, o.reset_on_release ? "on" : "off");
 
     std::optional<tcp::acceptor> metrics;
     if (o.metrics_port) {

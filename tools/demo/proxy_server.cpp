@@ -76,6 +76,8 @@ fairpool::pool_options default_proxy_pool_options() {
     o.scheduler.max_lifetime = 600'000'000'000;
     o.scheduler.spawn_backoff_initial = 100'000'000;
     o.scheduler.spawn_backoff_max = 2'000'000'000;
+    o.check_timeout = std::chrono::seconds(1);
+    o.reset_timeout = std::chrono::seconds(1);
     return o;
 }
 
@@ -107,10 +109,13 @@ proxy_server::proxy_server(asio::any_io_executor ex, proxy_options options)
       acceptor_(ex, options_.listen),
       endpoint_(acceptor_.local_endpoint()),
       pool_(ex, options_.pool,
-            [backend = options_.backend, timeout = options_.connect_timeout] {
-                return backend_connection::connect(backend, timeout);
-            },
-            [](backend_connection& c) { return c.close(); }),
+            fairpool::resource_hooks<backend_connection>{
+                .create = [backend = options_.backend,
+                           timeout = options_.connect_timeout] { return backend_connection::connect(backend, timeout); },
+                .close = [](backend_connection& c) { return c.close(); },
+                .check = [](backend_connection& c) { return c.ping(); },
+                .reset = [](backend_connection& c) { return c.reset(); },
+            }),
       counters_(std::make_unique<counters>()) {
     accepting_ = true;
     asio::co_spawn(executor_, accept_loop(), asio::detached);
@@ -270,7 +275,9 @@ std::string proxy_server::acquire_error(boost::system::error_code ec) {
         // Nothing live to wait for means the backend cannot be reached at the moment.
         const auto st = pool_.stats();
         const auto live = st.slots[static_cast<int>(core::slot_state::idle)] +
-                          st.slots[static_cast<int>(core::slot_state::leased)];
+                          st.slots[static_cast<int>(core::slot_state::leased)] +
+                          st.slots[static_cast<int>(core::slot_state::checking)] +
+                          st.slots[static_cast<int>(core::slot_state::resetting)];
         if (live == 0) {
             ++counters_->errors_unavailable;
             return resp::error("ERR backend unavailable");

@@ -37,7 +37,9 @@
 namespace fairpool::demo {
 
 // The demo's pool: 8 slots, 2 kept warm, connections recycled after 60 s idle or
-// 10 min of life, spawn backoff 100 ms doubling to 2 s, 4096 waiters.
+// 10 min of life, spawn backoff 100 ms doubling to 2 s, 4096 waiters; checks (PING) and
+// resets (RESET) bounded by 1 s, and off until scheduler.check_after_idle,
+// keepalive_interval or reset_on_release turn them on.
 [[nodiscard]] fairpool::pool_options default_proxy_pool_options();
 
 struct proxy_options {

@@ -49,7 +49,10 @@ std::uint16_t free_port() {
     return a.local_endpoint().port();
 }
 
-redis_process::redis_process(std::string path) : path_(std::move(path)), port_(free_port()) { start(); }
+redis_process::redis_process(std::string path, std::vector<std::string> extra)
+    : path_(std::move(path)), extra_(std::move(extra)), port_(free_port()) {
+    start();
+}
 
 tcp::endpoint redis_process::endpoint() const { return {asio::ip::address_v4::loopback(), port_}; }
 
@@ -57,6 +60,7 @@ void redis_process::start() {
     const std::string port = std::to_string(port_);
     std::vector<std::string> args = {path_,        "--port", port,          "--bind", "127.0.0.1", "--save", "",
                                      "--appendonly", "no",   "--daemonize", "no",     "--loglevel", "warning"};
+    args.insert(args.end(), extra_.begin(), extra_.end());
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);

@@ -6,18 +6,20 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace fairpool::demo {
 
 // A loopback port free at the time of asking (bound to port 0, then released).
 [[nodiscard]] std::uint16_t free_port();
 
-// redis-server --port P --bind 127.0.0.1 --save '' --appendonly no.
+// redis-server --port P --bind 127.0.0.1 --save '' --appendonly no, then `extra`
+// (more configuration, e.g. {"--rename-command", "RESET", ""}).
 class redis_process {
 public:
     // Starts `path` (a path or a name looked up in PATH); throws std::runtime_error if
     // it cannot be started or does not answer PING within 10 s.
-    explicit redis_process(std::string path);
+    explicit redis_process(std::string path, std::vector<std::string> extra = {});
     redis_process(const redis_process&) = delete;
     redis_process& operator=(const redis_process&) = delete;
     ~redis_process() { stop(); }
@@ -29,6 +31,7 @@ public:
 
 private:
     std::string path_;
+    std::vector<std::string> extra_;
     std::uint16_t port_;
     pid_t pid_ = -1;
 };

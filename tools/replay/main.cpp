@@ -19,9 +19,10 @@ constexpr const char* usage =
     "  (no mode)       print the canonical trace with every effect and error filled in\n"
     "  --check         compare with the effects and errors recorded in FILE\n"
     "  --invariants    check the core against the reference model and the invariants\n"
-    "  --stats         grants, rejections, wait percentiles, grants per handle, fairness\n"
+    "  --stats         grants, rejections, checks and resets, wait percentiles, grants per\n"
+    "                  handle, fairness\n"
     "  --minimize OUT  shrink a trace failing --invariants to a 1-minimal one, into OUT\n"
-    "  --fault NAME    plant a bug to test the tooling: reuse-dirty | lose-cancel\n";
+    "  --fault NAME    plant a bug to test the tooling: reuse-dirty | lose-cancel | keep-dead\n";
 
 int bad_usage(const std::string& why) {
     std::cerr << "fairpool-replay: " << why << "\n" << usage;

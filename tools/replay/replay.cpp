@@ -180,6 +180,8 @@ int print_stats(const trace::trace& t, const options& o, std::ostream& out) {
     out << "rejections:";
     for (int r = 0; r < core::reject_reason_count; ++r)
         out << " " << core::to_string(static_cast<core::reject_reason>(r)) << "=" << c.rejections[r];
+    out << "\nchecks: started=" << c.checks_started << " passed=" << c.checks_passed << " failed=" << c.checks_failed
+        << "\nresets: started=" << c.resets_started << " failed=" << c.resets_failed;
     out << "\nwait (ns, over all grants): p50=" << percentile(waits, 50) << " p99=" << percentile(waits, 99)
         << " max=" << (waits.empty() ? 0 : waits.back()) << "\n";
     out << "grants per handle:";

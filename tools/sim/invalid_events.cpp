@@ -1,5 +1,7 @@
 // Invalid events, injected now and then: each is built so that exactly one error is
 // right (the first check of section 3 that fails), and none may change anything.
+#include <iterator>
+
 #include "simulation_state.hpp"
 
 namespace fairpool::sim {
@@ -26,10 +28,29 @@ void simulation::impl::inject_invalid() {
         static constexpr core::event_kind kinds[] = {core::event_kind::release, core::event_kind::spawned,
                                                      core::event_kind::spawn_failed, core::event_kind::retired,
                                                      core::event_kind::died};
-        event e = event::of_slot(kinds[r.below(5)], now, bad);
+        static constexpr core::event_kind health_kinds[] = {core::event_kind::checked, core::event_kind::reset_done};
+        core::event_kind kind = kinds[r.below(std::size(kinds))];
+        if (sc.p_health_invalid > 0 && health.chance(sc.p_health_invalid)) kind = health_kinds[health.below(2)];
+        event e = event::of_slot(kind, now, bad);
         if (e.kind == core::event_kind::release) e.lease = r.between(0, last_lease + 1);
         send(e, event_error::bad_slot);
     };
+    // Health seeds (and only they: the others play as before) sometimes send a result
+    // for a slot that waits for none.
+    if (sc.p_health_invalid > 0 && health.chance(sc.p_health_invalid)) {
+        if (health.chance(0.5)) {
+            if (s.state == slot_state::checking) return bad_slot();
+            const bool dead = health.chance(0.5);
+            send(event::checked(now, slot, dead ? core::check_outcome::dead : core::check_outcome::alive),
+                 event_error::not_checking);
+        } else {
+            if (s.state == slot_state::resetting) return bad_slot();
+            const bool failed = health.chance(0.5);
+            send(event::reset_done(now, slot, failed ? core::reset_outcome::failed : core::reset_outcome::ok),
+                 event_error::not_resetting);
+        }
+        return;
+    }
     switch (r.below(9)) {
         case 0: {  // time first: even an otherwise bad event says time_went_backwards
             if (last_now == 0) return bad_slot();

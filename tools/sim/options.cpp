@@ -47,7 +47,7 @@ const char* usage() {
            "  --quiet         print only failures and the summary\n"
            "  --help          this text\n"
            "  --plant-fault NAME  test the tooling: plant a bug in the core's effects, as\n"
-           "                  fairpool-replay --fault does: reuse-dirty | lose-cancel\n"
+           "                  fairpool-replay --fault does: reuse-dirty | lose-cancel | keep-dead\n"
            "\n"
            "A failing seed writes DIR/fairpool-sim-SEED.trace, prints the breach and the command\n"
            "that replays it, and the run exits 1. Exit 0: every seed passed; 2: bad options.\n";

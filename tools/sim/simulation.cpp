@@ -174,6 +174,10 @@ void simulation::impl::apply_event(const event& e) {
     using core::event_kind;
     switch (e.kind) {
         case event_kind::release: slots[e.slot].state = slot_state::idle, slots[e.slot].lease = 0; break;
+        // A check or a reset that ended leaves the slot idle unless this step's effects say
+        // otherwise (retire, grant, another check).
+        case event_kind::checked:
+        case event_kind::reset_done: slots[e.slot].state = slot_state::idle; break;
         case event_kind::spawned: {
             slots[e.slot].state = slot_state::idle;
             if (!shutting_down && r.chance(sc.p_die)) {
@@ -243,6 +247,28 @@ void simulation::impl::apply_effect(const core::effect& f) {
             it.kind = action::retired;
             it.slot = f.slot;
             schedule(delay, it);
+            break;
+        }
+        case effect_kind::check: {
+            slot_view& s = slots[f.slot];
+            s.state = slot_state::checking;
+            nanos delay = draw_health(sc.check_delay);
+            if (health.chance(sc.p_slow_check)) delay *= health.between(10, 50), ++result.adapter.slow_checks;
+            item it;
+            it.kind = action::check_result;
+            it.slot = f.slot;
+            it.value = ++s.operation;
+            schedule(delay, it);
+            break;
+        }
+        case effect_kind::reset: {
+            slot_view& s = slots[f.slot];
+            s.state = slot_state::resetting;
+            item it;
+            it.kind = action::reset_result;
+            it.slot = f.slot;
+            it.value = ++s.operation;
+            schedule(draw_health(sc.reset_delay), it);
             break;
         }
         case effect_kind::leak_suspected: break;

@@ -2,8 +2,10 @@
 // One seed's simulation: the simulator plays the adapter in virtual time.
 //
 // An event queue ordered by (virtual time, sequence) holds what the world will do
-// next: tenants' arrivals, the backend finishing spawns and retirements, leases
-// coming back, resources dying, callers giving up. Each item becomes (at most) one
+// next: tenants' arrivals, the backend finishing spawns, checks, resets and
+// retirements (some checks slow, some failing, some resets failing), leases coming
+// back, resources dying (some unnoticed while idle, until a check finds them dead),
+// callers giving up. Each item becomes (at most) one
 // core event when its time comes. Every event goes through model::lockstep (core,
 // reference model and invariant checker side by side). The effects of each step
 // schedule their consequences. One timer is armed at the core's next_deadline() and
@@ -40,6 +42,11 @@ struct adapter_counters {
     std::uint64_t dirty_releases = 0;
     std::uint64_t deaths_idle = 0;      // `died` events
     std::uint64_t deaths_leased = 0;    // died while leased: released dirty
+    std::uint64_t deaths_unnoticed = 0; // died while idle, checking or resetting without a `died`
+    std::uint64_t checks_found_dead = 0;  // `checked dead` for a resource that had died
+    std::uint64_t checks_failed = 0;    // `checked dead` for a live resource (a failed ping)
+    std::uint64_t slow_checks = 0;
+    std::uint64_t resets_failed = 0;    // `reset_done failed` (dead resource or injected failure)
     std::uint64_t outages = 0;          // backend down windows begun
     std::uint64_t invalid_events = 0;   // injected, refused with the expected error
 };

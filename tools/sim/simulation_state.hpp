@@ -33,7 +33,9 @@ enum class action : std::uint8_t {
     spawn_result,    // the backend finished a spawn: `spawned` or `spawn_failed`
     release,         // a lease comes back
     retired,         // the backend finished destroying a resource
-    death,           // a resource dies (idle: `died`; leased: its release will be dirty)
+    death,           // a resource dies (idle: `died`, or unnoticed; else found by its holder, check or reset)
+    check_result,    // the backend finished a check: `checked` alive or dead
+    reset_result,    // the backend finished a reset: `reset_done` ok or failed
     cancel,          // a caller gives up
     shutdown_again,  // a second `shutdown` (idempotent)
 };
@@ -43,7 +45,7 @@ struct item {
     std::uint64_t seq = 0;  // ties in time: scheduling order
     action kind = action::arrive;
     std::uint32_t slot = 0;
-    std::uint64_t value = 0;  // tenant index, lease, incarnation or waiter id
+    std::uint64_t value = 0;  // tenant index, lease, incarnation, waiter id or check/reset number
     bool dirty = false;       // release
 };
 
@@ -64,7 +66,8 @@ struct slot_view {
     slot_state state = slot_state::empty;
     std::uint64_t lease = 0;
     std::uint64_t incarnation = 0;  // resources spawned into this slot so far
-    bool dead = false;              // its resource died while leased
+    std::uint64_t operation = 0;    // checks and resets started on this slot so far
+    bool dead = false;              // its resource died unnoticed: its holder, check or reset finds out
 };
 
 struct tenant_state {
@@ -86,11 +89,13 @@ struct simulation::impl {
     using tenant_state = detail::tenant_state;
 
     impl(std::uint64_t seed_, const run_settings& settings_)
-        : seed(seed_), settings(settings_), r(seed_), sc(make_scenario(r, settings_)), meter(sc.tenants.size()) {}
+        : seed(seed_), settings(settings_), r(seed_), health(~seed_), sc(make_scenario(r, health, settings_)),
+          meter(sc.tenants.size()) {}
 
     std::uint64_t seed;
     run_settings settings;
     rng r;
+    rng health;  // health settings, faults and delays only: seeds without health play as before
     scenario sc;
     std::optional<model::lockstep> pool;
     fairness_meter meter;
@@ -146,6 +151,7 @@ struct simulation::impl {
         queue.push(it);
     }
     nanos draw(span s) { return r.between(s.lo, std::max(s.lo, s.hi)); }
+    nanos draw_health(span s) { return health.between(s.lo, std::max(s.lo, s.hi)); }
     nanos spread(nanos mean) { return r.chance(0.9) ? r.between(0, 2 * mean) : r.between(0, 10 * mean); }
     void handle(const item& it);
     void arrive(std::uint32_t t);

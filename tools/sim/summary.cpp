@@ -38,6 +38,11 @@ void summary::add(const seed_result& r) {
     totals_.spawn_failures += c.spawn_failures;
     for (std::size_t i = 0; i < c.retirements.size(); ++i) totals_.retirements[i] += c.retirements[i];
     totals_.leaks_suspected += c.leaks_suspected;
+    totals_.checks_started += c.checks_started;
+    totals_.checks_passed += c.checks_passed;
+    totals_.checks_failed += c.checks_failed;
+    totals_.resets_started += c.resets_started;
+    totals_.resets_failed += c.resets_failed;
     const adapter_counters& a = r.adapter;
     adapter_.timer_ticks += a.timer_ticks;
     adapter_.cancels += a.cancels;
@@ -46,6 +51,11 @@ void summary::add(const seed_result& r) {
     adapter_.dirty_releases += a.dirty_releases;
     adapter_.deaths_idle += a.deaths_idle;
     adapter_.deaths_leased += a.deaths_leased;
+    adapter_.deaths_unnoticed += a.deaths_unnoticed;
+    adapter_.checks_found_dead += a.checks_found_dead;
+    adapter_.checks_failed += a.checks_failed;
+    adapter_.slow_checks += a.slow_checks;
+    adapter_.resets_failed += a.resets_failed;
     adapter_.outages += a.outages;
     adapter_.invalid_events += a.invalid_events;
     if (r.shut_down) ++shut_down_;
@@ -75,14 +85,22 @@ void summary::print(std::FILE* out, double wall_seconds) const {
     for (int i = 0; i < core::retire_reason_count; ++i)
         std::fprintf(out, " %s=%llu", core::to_string(static_cast<core::retire_reason>(i)), u(t.retirements[i]));
     std::fprintf(out, "\n  leaks         %llu suspected\n", u(t.leaks_suspected));
+    std::fprintf(out, "  checks        %llu started, %llu passed, %llu failed; resets %llu started, %llu failed\n",
+                 u(t.checks_started), u(t.checks_passed), u(t.checks_failed), u(t.resets_started),
+                 u(t.resets_failed));
     const adapter_counters& a = adapter_;
     std::fprintf(out,
                  "  adapter       %llu timer ticks, %llu cancels (%llu after completion), %llu deregistrations\n",
                  u(a.timer_ticks), u(a.cancels), u(a.late_cancels), u(a.deregisters));
     std::fprintf(out,
-                 "  faults        %llu dirty releases, %llu deaths idle + %llu leased, %llu backend outages, "
-                 "%llu invalid events (all refused as expected)\n",
-                 u(a.dirty_releases), u(a.deaths_idle), u(a.deaths_leased), u(a.outages), u(a.invalid_events));
+                 "  faults        %llu dirty releases, %llu deaths idle + %llu leased + %llu unnoticed, %llu backend "
+                 "outages, %llu invalid events (all refused as expected)\n",
+                 u(a.dirty_releases), u(a.deaths_idle), u(a.deaths_leased), u(a.deaths_unnoticed), u(a.outages),
+                 u(a.invalid_events));
+    std::fprintf(out,
+                 "  health faults %llu checks found a dead resource, %llu failed a live one, %llu slow checks, "
+                 "%llu resets failed\n",
+                 u(a.checks_found_dead), u(a.checks_failed), u(a.slow_checks), u(a.resets_failed));
     std::fprintf(out, "  shutdown      %llu seeds shut down mid-load, %llu reached `closed`\n", u(shut_down_),
                  u(closed_));
     std::fprintf(out,

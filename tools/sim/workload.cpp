@@ -45,6 +45,25 @@ core::config make_config(rng& r, nanos hold_mean) {
     return c;
 }
 
+// Health (issue 13), from its own generator: in about 40% of the seeds every health
+// feature is off, and those seeds play exactly as they did before health existed. When
+// on, each feature is on in about half the seeds, its durations comparable to the
+// holding time, so that idle slots go stale and keepalives fire between uses.
+void add_health(rng& h, nanos hold_mean, core::config& c) {
+    if (h.chance(0.4)) return;
+    c.check_after_idle = duration(h, 0.5, hold_mean / 10, hold_mean * 5);
+    c.keepalive_interval = duration(h, 0.5, hold_mean / 4, hold_mean * 10);
+    c.max_concurrent_checks = h.chance(0.5) ? 1 : h.between(1, c.max_slots + 1);
+    c.reset_on_release = h.chance(0.4);
+    if (c.max_lifetime > 0 && h.chance(0.5))
+        c.max_lifetime_jitter = h.chance(0.1) ? c.max_lifetime : h.between(0, c.max_lifetime);
+    c.jitter_seed = h.next();
+}
+
+bool health_on(const core::config& c) {
+    return c.check_after_idle > 0 || c.keepalive_interval > 0 || c.reset_on_release || c.max_lifetime_jitter > 0;
+}
+
 std::vector<tenant> make_tenants(rng& r, const run_settings& settings, const core::config& c, nanos hold_mean,
                                  double load) {
     const std::uint64_t count = settings.handles ? *settings.handles : r.between(1, 12);
@@ -91,11 +110,12 @@ std::vector<tenant> make_tenants(rng& r, const run_settings& settings, const cor
 
 }  // namespace
 
-scenario make_scenario(rng& r, const run_settings& settings) {
+scenario make_scenario(rng& r, rng& health, const run_settings& settings) {
     scenario s;
     s.hold_mean = r.between(1 * ms, 20 * ms);
     const nanos hm = s.hold_mean;
     s.config = make_config(r, hm);
+    add_health(health, hm, s.config);
     s.load = r.chance(0.5) ? r.percent(30, 100) : r.percent(100, 300);
     s.tenants = make_tenants(r, settings, s.config, hm, s.load);
 
@@ -121,6 +141,8 @@ scenario make_scenario(rng& r, const run_settings& settings) {
     s.spawn_delay = {hm / 20, hm * 2};
     s.retire_delay = {hm / 50, hm / 2};
     s.death_delay = {hm, hm * 100};
+    s.check_delay = {hm / 100, hm / 2};
+    s.reset_delay = {hm / 100, hm / 4};
 
     const double f = settings.fault_rate;
     s.p_spawn_fail = fault(r, f, 0.3);
@@ -129,6 +151,13 @@ scenario make_scenario(rng& r, const run_settings& settings) {
     s.p_slow_spawn = fault(r, f, 0.2);
     s.p_dirty = fault(r, f, 0.2);
     s.p_die = fault(r, f, 0.3);
+    if (health_on(s.config)) {
+        s.p_silent_death = fault(health, f, 0.5);
+        s.p_check_dead = fault(health, f, 0.1);
+        s.p_slow_check = fault(health, f, 0.2);
+        s.p_reset_fail = fault(health, f, 0.1);
+        s.p_health_invalid = 0.25;
+    }
     s.p_slow_retire = fault(r, f, 0.3);
     s.p_invalid = fault(r, f, 0.02);
 
@@ -144,22 +173,30 @@ std::string describe(const scenario& s) {
     const core::config c = s.config.resolved();
     std::uint64_t greedy = 0;
     for (const tenant& t : s.tenants) greedy += t.greedy ? 1 : 0;
-    char buf[512];
+    char buf[768];
     std::snprintf(buf, sizeof buf,
                   "slots=%llu..%llu waiters=%llu/%llu %s idle=%s spawns<=%llu | timeout=%llu idle_timeout=%llu "
-                  "lifetime=%llu uses=%llu leak=%llu backoff=%llu..%llu | %zu tenants (%llu greedy) load=%.2f "
-                  "hold=%.2fms | faults spawn=%.2f outage=%.3f dirty=%.2f die=%.2f invalid=%.3f",
+                  "lifetime=%llu jitter=%llu uses=%llu leak=%llu backoff=%llu..%llu | check_after_idle=%llu "
+                  "keepalive=%llu checks<=%llu reset=%s | %zu tenants (%llu greedy) load=%.2f "
+                  "hold=%.2fms | faults spawn=%.2f outage=%.3f dirty=%.2f die=%.2f silent=%.2f check_dead=%.2f "
+                  "reset_fail=%.2f invalid=%.3f",
                   static_cast<unsigned long long>(c.min_slots), static_cast<unsigned long long>(c.max_slots),
                   static_cast<unsigned long long>(*c.max_waiters_per_handle),
                   static_cast<unsigned long long>(c.max_waiters), core::to_string(c.policy),
                   core::to_string(c.idle_order), static_cast<unsigned long long>(*c.max_concurrent_spawns),
                   static_cast<unsigned long long>(c.acquire_timeout), static_cast<unsigned long long>(c.idle_timeout),
-                  static_cast<unsigned long long>(c.max_lifetime), static_cast<unsigned long long>(c.max_uses),
+                  static_cast<unsigned long long>(c.max_lifetime),
+                  static_cast<unsigned long long>(c.max_lifetime_jitter), static_cast<unsigned long long>(c.max_uses),
                   static_cast<unsigned long long>(c.leak_threshold),
                   static_cast<unsigned long long>(c.spawn_backoff_initial),
-                  static_cast<unsigned long long>(c.spawn_backoff_max), s.tenants.size(),
+                  static_cast<unsigned long long>(c.spawn_backoff_max),
+                  static_cast<unsigned long long>(c.check_after_idle),
+                  static_cast<unsigned long long>(c.keepalive_interval),
+                  static_cast<unsigned long long>(c.max_concurrent_checks), c.reset_on_release ? "on" : "off",
+                  s.tenants.size(),
                   static_cast<unsigned long long>(greedy), s.load, static_cast<double>(s.hold_mean) / 1e6,
-                  s.p_spawn_fail, s.p_outage, s.p_dirty, s.p_die, s.p_invalid);
+                  s.p_spawn_fail, s.p_outage, s.p_dirty, s.p_die, s.p_silent_death, s.p_check_dead, s.p_reset_fail,
+                  s.p_invalid);
     return buf;
 }
 

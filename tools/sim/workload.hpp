@@ -64,14 +64,22 @@ struct scenario {
     span spawn_delay;
     span retire_delay;
     span death_delay;            // after `spawned`, when a death is due
+    span check_delay;            // a `check` until its `checked`
+    span reset_delay;            // a `reset` until its `reset_done`
 
-    // Faults (already scaled by the fault rate).
+    // Faults (already scaled by the fault rate). The health faults are 0 when no health
+    // feature is on, and drawn from the health generator.
     double p_spawn_fail = 0;     // one spawn fails
     double p_outage = 0;         // at a spawn's completion the backend goes down
     span outage;                 // for this long every spawn fails
     double p_slow_spawn = 0;     // a spawn takes 10x longer
     double p_dirty = 0;          // a release is dirty
     double p_die = 0;            // a fresh resource dies later (idle: `died`; leased: a dirty release)
+    double p_silent_death = 0;   // a death while idle goes unnoticed: only a check (or its holder) finds it
+    double p_check_dead = 0;     // a check of a live resource says `dead` anyway (a failed ping)
+    double p_slow_check = 0;     // a check takes 10..50x longer
+    double p_reset_fail = 0;     // a reset of a live resource fails
+    double p_health_invalid = 0; // an injected invalid event is a checked or reset_done instead
     double p_slow_retire = 0;    // a retirement takes 20..100x longer
     double p_invalid = 0;        // per step: an invalid event is injected
 
@@ -82,8 +90,9 @@ struct scenario {
     std::uint64_t after_closed = 0;               // events sent after `closed`
 };
 
-// Draws the scenario of one seed (the first draws of its generator).
-[[nodiscard]] scenario make_scenario(rng& r, const run_settings& s);
+// Draws the scenario of one seed (the first draws of its generator `r`; the health
+// settings and faults from `health`, so that a seed without them plays as it always did).
+[[nodiscard]] scenario make_scenario(rng& r, rng& health, const run_settings& s);
 
 // "slots=3/1 waiters=17 rr lifo timeout=… | 5 tenants (1 greedy) load=1.70 hold=3.2ms | faults …"
 [[nodiscard]] std::string describe(const scenario& s);

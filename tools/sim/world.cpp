@@ -1,6 +1,7 @@
-// What the world does: tenants arrive and give up, the backend spawns and destroys
-// resources (and fails), holders release leases (some dirty), resources die, and
-// the pool is shut down. Each queue item becomes at most one core event.
+// What the world does: tenants arrive and give up, the backend spawns, checks, resets
+// and destroys resources (and fails), holders release leases (some dirty), resources
+// die (some unnoticed until a check, a reset or their holder finds out), and the pool is
+// shut down. Each queue item becomes at most one core event.
 #include "simulation_state.hpp"
 
 namespace fairpool::sim {
@@ -48,14 +49,43 @@ void simulation::impl::handle(const item& it) {
         }
         case action::death: {
             slot_view& s = slots[it.slot];
-            if (s.incarnation != it.value) return;  // that resource is gone already
-            if (s.state == slot_state::idle) {
+            if (s.incarnation != it.value || s.dead) return;  // that resource is gone already
+            if (s.state == slot_state::idle && !(sc.p_silent_death > 0 && health.chance(sc.p_silent_death))) {
                 ++result.adapter.deaths_idle;
                 send(event::died(it.at, it.slot), event_error::ok);
-            } else if (s.state == slot_state::leased && !s.dead) {
+            } else if (s.state == slot_state::leased) {
                 s.dead = true;  // its holder will find out and release it dirty
                 ++result.adapter.deaths_leased;
+            } else if (s.state == slot_state::idle || s.state == slot_state::checking ||
+                       s.state == slot_state::resetting) {
+                s.dead = true;  // unnoticed: a check says dead, a reset fails, a holder releases dirty
+                ++result.adapter.deaths_unnoticed;
             }
+            return;
+        }
+        case action::check_result: {
+            slot_view& s = slots[it.slot];
+            if (s.state != slot_state::checking || s.operation != it.value) {
+                fail("simulator bug: a check result for slot " + std::to_string(it.slot) + ", which is not checking");
+                return;
+            }
+            bool dead = s.dead;
+            if (dead) ++result.adapter.checks_found_dead;
+            else if ((dead = health.chance(sc.p_check_dead))) ++result.adapter.checks_failed;
+            send(event::checked(it.at, it.slot, dead ? core::check_outcome::dead : core::check_outcome::alive),
+                 event_error::ok);
+            return;
+        }
+        case action::reset_result: {
+            slot_view& s = slots[it.slot];
+            if (s.state != slot_state::resetting || s.operation != it.value) {
+                fail("simulator bug: a reset result for slot " + std::to_string(it.slot) + ", which is not resetting");
+                return;
+            }
+            const bool failed = s.dead || health.chance(sc.p_reset_fail);
+            if (failed) ++result.adapter.resets_failed;
+            send(event::reset_done(it.at, it.slot, failed ? core::reset_outcome::failed : core::reset_outcome::ok),
+                 event_error::ok);
             return;
         }
         case action::cancel: {

@@ -282,6 +282,9 @@ private:
                 return slot;
             }
             case value_kind::outcome:
+            case value_kind::check_outcome:
+            case value_kind::reset_outcome:
+            case value_kind::boolean:
             case value_kind::reject_reason:
             case value_kind::retire_reason:
             case value_kind::policy:

@@ -34,6 +34,9 @@ constexpr value_kind kind_of() {
         return value_kind::u64;
     else if constexpr (std::is_same_v<T, std::uint32_t>) return value_kind::slot;
     else if constexpr (std::is_same_v<T, core::release_outcome>) return value_kind::outcome;
+    else if constexpr (std::is_same_v<T, core::check_outcome>) return value_kind::check_outcome;
+    else if constexpr (std::is_same_v<T, core::reset_outcome>) return value_kind::reset_outcome;
+    else if constexpr (std::is_same_v<T, bool>) return value_kind::boolean;
     else if constexpr (std::is_same_v<T, core::reject_reason>) return value_kind::reject_reason;
     else if constexpr (std::is_same_v<T, core::retire_reason>) return value_kind::retire_reason;
     else if constexpr (std::is_same_v<T, core::fairness_policy>) return value_kind::policy;
@@ -81,12 +84,16 @@ constexpr auto event_weight = field_of<&event::weight, presence::optional>("weig
 constexpr auto event_slot = field_of<&event::slot>("slot");
 constexpr auto event_lease = field_of<&event::lease>("lease");
 constexpr auto event_outcome = field_of<&event::outcome>("outcome");
+constexpr auto event_check = field_of<&event::check>("outcome");
+constexpr auto event_reset = field_of<&event::reset>("outcome");
 
 constexpr std::array acquire_fields = {event_waiter, event_handle, event_deadline, event_weight};
 constexpr std::array cancel_fields = {event_waiter};
 constexpr std::array deregister_fields = {event_handle};
 constexpr std::array release_fields = {event_slot, event_lease, event_outcome};
 constexpr std::array slot_event_fields = {event_slot};  // spawned, spawn_failed, retired, died
+constexpr std::array checked_fields = {event_slot, event_check};
+constexpr std::array reset_done_fields = {event_slot, event_reset};
 
 // ---- Effects ---------------------------------------------------------------------------
 
@@ -98,7 +105,7 @@ constexpr auto effect_retired = field_of<&effect::retired>("reason");
 
 constexpr std::array grant_fields = {effect_waiter, effect_slot, effect_lease};
 constexpr std::array reject_fields = {effect_waiter, effect_rejected};
-constexpr std::array spawn_fields = {effect_slot};
+constexpr std::array slot_effect_fields = {effect_slot};  // spawn, check, reset
 constexpr std::array retire_fields = {effect_slot, effect_retired};
 constexpr std::array leak_suspected_fields = {effect_slot, effect_lease};
 
@@ -125,13 +132,22 @@ constexpr std::array config_keys = {
     config_key<&config::spawn_backoff_max>("spawn_backoff_max"),
     config_key<&config::max_concurrent_spawns>("max_concurrent_spawns"),
     config_key<&config::leak_threshold>("leak_threshold"),
+    config_key<&config::check_after_idle>("check_after_idle"),
+    config_key<&config::keepalive_interval>("keepalive_interval"),
+    config_key<&config::max_concurrent_checks>("max_concurrent_checks"),
+    config_key<&config::reset_on_release>("reset_on_release"),
+    config_key<&config::max_lifetime_jitter>("max_lifetime_jitter"),
+    config_key<&config::jitter_seed>("jitter_seed"),
 };
 static_assert(config_keys.size() == max_fields);
 
 // ---- Names -----------------------------------------------------------------------------
 
-// core has no count for these three.
+// core has no count for these.
 constexpr int release_outcome_count = 2;
+constexpr int check_outcome_count = 2;
+constexpr int reset_outcome_count = 2;
+constexpr int boolean_count = 2;
 constexpr int fairness_policy_count = 2;
 constexpr int idle_order_count = 2;
 
@@ -148,6 +164,8 @@ std::span<const field<event>> fields_of(core::event_kind k) noexcept {
         case event_kind::spawn_failed:
         case event_kind::retired:
         case event_kind::died: return slot_event_fields;
+        case event_kind::checked: return checked_fields;
+        case event_kind::reset_done: return reset_done_fields;
         case event_kind::start:
         case event_kind::tick:
         case event_kind::shutdown: break;
@@ -160,7 +178,9 @@ std::span<const field<effect>> fields_of(core::effect_kind k) noexcept {
     switch (k) {
         case effect_kind::grant: return grant_fields;
         case effect_kind::reject: return reject_fields;
-        case effect_kind::spawn: return spawn_fields;
+        case effect_kind::spawn:
+        case effect_kind::check:
+        case effect_kind::reset: return slot_effect_fields;
         case effect_kind::retire: return retire_fields;
         case effect_kind::leak_suspected: return leak_suspected_fields;
         case effect_kind::closed: break;
@@ -173,6 +193,9 @@ std::span<const field<config>> config_fields() noexcept { return config_keys; }
 const char* name_of(value_kind kind, std::uint64_t index) noexcept {
     switch (kind) {
         case value_kind::outcome: return core::to_string(static_cast<core::release_outcome>(index));
+        case value_kind::check_outcome: return core::to_string(static_cast<core::check_outcome>(index));
+        case value_kind::reset_outcome: return core::to_string(static_cast<core::reset_outcome>(index));
+        case value_kind::boolean: return index == 0 ? "false" : index == 1 ? "true" : "?";
         case value_kind::reject_reason: return core::to_string(static_cast<core::reject_reason>(index));
         case value_kind::retire_reason: return core::to_string(static_cast<core::retire_reason>(index));
         case value_kind::policy: return core::to_string(static_cast<core::fairness_policy>(index));
@@ -186,6 +209,9 @@ const char* name_of(value_kind kind, std::uint64_t index) noexcept {
 int name_count(value_kind kind) noexcept {
     switch (kind) {
         case value_kind::outcome: return release_outcome_count;
+        case value_kind::check_outcome: return check_outcome_count;
+        case value_kind::reset_outcome: return reset_outcome_count;
+        case value_kind::boolean: return boolean_count;
         case value_kind::reject_reason: return core::reject_reason_count;
         case value_kind::retire_reason: return core::retire_reason_count;
         case value_kind::policy: return fairness_policy_count;

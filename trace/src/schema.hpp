@@ -25,7 +25,9 @@ inline constexpr std::string_view error_mark = "!";   // "! CODE"
 
 // How a field's value is spelled. A number is plain decimal; a slot is a number below
 // slot_limit; the others are enumerators, written by name.
-enum class value_kind : std::uint8_t { u64, slot, outcome, reject_reason, retire_reason, policy, idle_order };
+enum class value_kind : std::uint8_t {
+    u64, slot, outcome, check_outcome, reset_outcome, reject_reason, retire_reason, policy, idle_order, boolean,
+};
 
 inline constexpr std::uint64_t slot_limit = 65536;  // slots are below this in any trace
 
@@ -46,7 +48,7 @@ struct field {
 [[nodiscard]] std::span<const field<core::effect>> fields_of(core::effect_kind k) noexcept;
 // The config keys of section 2, in table order; none is required.
 [[nodiscard]] std::span<const field<core::config>> config_fields() noexcept;
-inline constexpr std::size_t max_fields = 14;  // the longest list: the config's
+inline constexpr std::size_t max_fields = 20;  // the longest list: the config's
 
 // Enumerator `index` of a kind written by name (not u64 or slot), as core::to_string spells it.
 [[nodiscard]] const char* name_of(value_kind kind, std::uint64_t index) noexcept;

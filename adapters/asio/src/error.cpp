@@ -50,6 +50,8 @@ std::optional<std::string> validate(const pool_options& o) {
         return "mailbox_capacity: max_waiters + mailbox_capacity is " +
                std::to_string(o.scheduler.max_waiters + o.mailbox_capacity) + ", above 32767";
     if (o.retire_grace.count() < 0) return std::string("retire_grace: must not be negative");
+    if (o.check_timeout.count() <= 0) return std::string("check_timeout: must be positive");
+    if (o.reset_timeout.count() <= 0) return std::string("reset_timeout: must be positive");
     return std::nullopt;
 }
 

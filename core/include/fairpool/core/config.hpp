@@ -27,6 +27,13 @@ struct config {
     std::uint64_t spawn_backoff_max = 30'000'000'000;
     std::optional<std::uint64_t> max_concurrent_spawns;  // default: max_slots
     std::uint64_t leak_threshold = 0;
+    // Health (section 2): checks before reuse, keepalive, reset on return, jitter.
+    std::uint64_t check_after_idle = 0;
+    std::uint64_t keepalive_interval = 0;
+    std::uint64_t max_concurrent_checks = 1;  // keepalive checks in flight at once, >= 1
+    bool reset_on_release = false;
+    std::uint64_t max_lifetime_jitter = 0;    // <= max_lifetime
+    std::uint64_t jitter_seed = 0;
 
     // The values in force: defaults that depend on other fields filled in.
     [[nodiscard]] config resolved() const;

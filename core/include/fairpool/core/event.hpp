@@ -12,10 +12,13 @@ inline constexpr nanos never = ~nanos{0};
 
 enum class event_kind : std::uint8_t {
     start, acquire, cancel, deregister, release, spawned, spawn_failed, retired, died, tick, shutdown,
+    checked, reset_done,
 };
-inline constexpr int event_kind_count = 11;
+inline constexpr int event_kind_count = 13;
 
 enum class release_outcome : std::uint8_t { clean, dirty };
+enum class check_outcome : std::uint8_t { alive, dead };   // of a `checked`
+enum class reset_outcome : std::uint8_t { ok, failed };    // of a `reset_done`
 
 struct event {
     nanos now = 0;
@@ -24,9 +27,11 @@ struct event {
     std::uint64_t lease = 0;                  // release
     std::optional<nanos> deadline;            // acquire
     std::optional<std::uint64_t> weight;      // acquire (1..65535)
-    std::uint32_t slot = 0;                   // release, spawned, spawn_failed, retired, died
+    std::uint32_t slot = 0;                   // release and every slot event
     event_kind kind = event_kind::tick;
     release_outcome outcome = release_outcome::clean;  // release
+    check_outcome check = check_outcome::alive;        // checked
+    reset_outcome reset = reset_outcome::ok;           // reset_done
 
     static event of(event_kind kind, nanos now) {
         event e;
@@ -65,6 +70,16 @@ struct event {
     static event spawn_failed(nanos now, std::uint32_t slot) { return of_slot(event_kind::spawn_failed, now, slot); }
     static event retired(nanos now, std::uint32_t slot) { return of_slot(event_kind::retired, now, slot); }
     static event died(nanos now, std::uint32_t slot) { return of_slot(event_kind::died, now, slot); }
+    static event checked(nanos now, std::uint32_t slot, check_outcome outcome) {
+        event e = of_slot(event_kind::checked, now, slot);
+        e.check = outcome;
+        return e;
+    }
+    static event reset_done(nanos now, std::uint32_t slot, reset_outcome outcome) {
+        event e = of_slot(event_kind::reset_done, now, slot);
+        e.reset = outcome;
+        return e;
+    }
     static event tick(nanos now) { return of(event_kind::tick, now); }
     static event shutdown(nanos now) { return of(event_kind::shutdown, now); }
 
@@ -87,22 +102,24 @@ enum class event_error : std::uint8_t {
     not_spawning,
     not_retiring,
     not_idle,
+    not_checking,
+    not_resetting,
 };
-inline constexpr int event_error_count = 11;
+inline constexpr int event_error_count = 13;
 
-enum class effect_kind : std::uint8_t { grant, reject, spawn, retire, leak_suspected, closed };
-inline constexpr int effect_kind_count = 6;
+enum class effect_kind : std::uint8_t { grant, reject, spawn, retire, leak_suspected, closed, check, reset };
+inline constexpr int effect_kind_count = 8;
 
 enum class reject_reason : std::uint8_t { saturated, timeout, cancelled, deregistered, closed };
 inline constexpr int reject_reason_count = 5;
 
-enum class retire_reason : std::uint8_t { dirty, max_uses, max_lifetime, idle, died, shutdown };
-inline constexpr int retire_reason_count = 6;
+enum class retire_reason : std::uint8_t { dirty, max_uses, max_lifetime, idle, died, shutdown, reset_failed };
+inline constexpr int retire_reason_count = 7;
 
 struct effect {
     std::uint64_t waiter = 0;  // grant, reject
     std::uint64_t lease = 0;   // grant, leak_suspected
-    std::uint32_t slot = 0;    // grant, spawn, retire, leak_suspected
+    std::uint32_t slot = 0;    // grant, spawn, retire, leak_suspected, check, reset
     effect_kind kind = effect_kind::closed;
     reject_reason rejected = reject_reason::saturated;  // reject
     retire_reason retired = retire_reason::dirty;       // retire
@@ -137,6 +154,16 @@ struct effect {
         f.slot = slot, f.lease = lease;
         return f;
     }
+    static effect check(std::uint32_t slot) {
+        effect f = of(effect_kind::check);
+        f.slot = slot;
+        return f;
+    }
+    static effect reset(std::uint32_t slot) {
+        effect f = of(effect_kind::reset);
+        f.slot = slot;
+        return f;
+    }
     static effect closed() { return of(effect_kind::closed); }
 
     friend bool operator==(const effect&, const effect&) = default;
@@ -155,11 +182,13 @@ struct step_result {
     [[nodiscard]] bool ok() const noexcept { return error == event_error::ok; }
 };
 
-enum class slot_state : std::uint8_t { empty, spawning, idle, leased, retiring };
-inline constexpr int slot_state_count = 5;
+enum class slot_state : std::uint8_t { empty, spawning, idle, leased, retiring, checking, resetting };
+inline constexpr int slot_state_count = 7;
 
 [[nodiscard]] const char* to_string(event_kind k) noexcept;
 [[nodiscard]] const char* to_string(release_outcome o) noexcept;
+[[nodiscard]] const char* to_string(check_outcome o) noexcept;
+[[nodiscard]] const char* to_string(reset_outcome o) noexcept;
 [[nodiscard]] const char* to_string(event_error e) noexcept;
 [[nodiscard]] const char* to_string(effect_kind k) noexcept;
 [[nodiscard]] const char* to_string(reject_reason r) noexcept;

@@ -5,7 +5,8 @@
 //
 // Cost of one step: O(log W + log S + effects) for W queued waiters and S slots.
 // Every table is sized from the config at construction:
-//   slots, idle order, leak order, lifetime heap, empty-slot heap ..... max_slots
+//   slots, idle order, leak order, lifetime heap, empty-slot heap,
+//   idle-time heap ..................................................... max_slots
 //   waiters, deadline heap, waiter ids, active handles, handle ids .... max_waiters
 #include <cstdint>
 #include <optional>
@@ -52,13 +53,16 @@ public:
 
 private:
     struct slot_record {
-        nanos birth = 0;        // now of its `spawned`
-        nanos idle_since = 0;   // now of the step it last became idle
+        nanos expires_at = never;  // its `spawned`'s now + its drawn lifetime (max_lifetime > 0)
+        nanos verified_at = 0;  // now of its last verification (section 1): the idle order
+        nanos idle_since = 0;   // now of the step it last became idle after a use (decision 5)
+        std::uint64_t idle_seq = 0;  // ties idle_since: the order slots became idle after a use
         nanos granted_at = 0;   // now of the grant of the current lease
         std::uint64_t lease = 0;
-        std::uint64_t uses = 0;  // grants since birth
+        std::uint64_t uses = 0;  // grants since its `spawned`
         slot_state state = slot_state::empty;
         bool leak_unreported = false;  // in unreported_leases_
+        bool keepalive_check = false;  // checking for keepalive (not on checkout)
     };
     struct waiter_record {
         std::uint64_t id = 0;
@@ -74,7 +78,7 @@ private:
         detail::list_ends waiters;  // FIFO, links in handle_links_
     };
     // The tables hold max_slots and max_waiters of these: keep them to a few words.
-    static_assert(sizeof(slot_record) == 48);
+    static_assert(sizeof(slot_record) == 64);
     static_assert(sizeof(waiter_record) == 40);
     static_assert(sizeof(handle_record) == 40);
     // Table indices are u32 with no_index as "none"; the id tables have
@@ -91,8 +95,10 @@ private:
     void report_leaks();
     void retire_aged_idle();
     void retire_idle_timeouts();
+    void start_keepalive_checks();
     [[nodiscard]] nanos earliest_time_driven_work() const noexcept;
     [[nodiscard]] nanos idle_timeout_due() const noexcept;
+    [[nodiscard]] nanos keepalive_due() const noexcept;
     void due_no_later_than(nanos t) noexcept;
     // Step 3.
     void apply(const event& e);
@@ -103,6 +109,8 @@ private:
     void spawned(std::uint32_t slot);
     void spawn_failed(std::uint32_t slot);
     void died(std::uint32_t slot);
+    void checked(std::uint32_t slot, check_outcome outcome);
+    void reset_done(std::uint32_t slot, reset_outcome outcome);
     void shutdown();
     // Steps 4 to 6.
     void hand_out();
@@ -112,17 +120,27 @@ private:
     // Waiters and handles.
     void enqueue(const event& e, nanos deadline);
     [[nodiscard]] std::uint32_t next_waiter() const noexcept;
-    void grant_queued(std::uint32_t waiter);
+    void grant_queued(std::uint32_t waiter, std::uint32_t slot);
     void reject_queued(std::uint32_t waiter, reject_reason why);
     void remove_waiter(std::uint32_t waiter) noexcept;
     [[nodiscard]] nanos effective_deadline(const event& e) const noexcept;
 
     // Slots.
     void set_state(std::uint32_t slot, slot_state next) noexcept;
-    std::uint32_t take_idle_slot() noexcept;
+    [[nodiscard]] std::uint32_t grantable_idle_slot() const noexcept;
+    [[nodiscard]] std::uint32_t first_fresh_idle_slot() const noexcept;
+    [[nodiscard]] bool stale(std::uint32_t slot) const noexcept;
+    [[nodiscard]] std::int64_t uncovered_waiters() const noexcept;
     void grant(std::uint64_t waiter_id, std::uint32_t slot, nanos arrived_at);
-    void become_idle(std::uint32_t slot) noexcept;
+    // Whether becoming idle restarts the idle time (a use ended) or keeps it (a check passed).
+    enum class idle_time : std::uint8_t { restart, keep };
+    void become_idle(std::uint32_t slot, idle_time t) noexcept;
+    void track_idle(std::uint32_t slot, idle_time t) noexcept;
     void leave_idle(std::uint32_t slot) noexcept;
+    [[nodiscard]] std::uint32_t oldest_idle() const noexcept;
+    bool retire_if_worn(std::uint32_t slot);
+    void start_check(std::uint32_t slot, bool keepalive);
+    [[nodiscard]] nanos draw_lifetime() noexcept;
     void end_lease(std::uint32_t slot) noexcept;
     void retire(std::uint32_t slot, retire_reason why);
     void become_empty(std::uint32_t slot) noexcept;
@@ -130,7 +148,7 @@ private:
     [[nodiscard]] std::int64_t spawn_budget() const noexcept;
     [[nodiscard]] std::uint64_t count(slot_state s) const noexcept { return stats_.slots[static_cast<int>(s)]; }
     [[nodiscard]] std::uint64_t live() const noexcept {
-        return count(slot_state::idle) + count(slot_state::leased) + count(slot_state::spawning);
+        return config_.max_slots - count(slot_state::empty) - count(slot_state::retiring);
     }
 
     void emit(const effect& f) noexcept;
@@ -147,6 +165,15 @@ private:
     nanos backoff_end_ = 0;
     nanos due_ = never;                  // no time-driven work is due before this (step 2)
     bool spawn_inputs_changed_ = true;   // spawn planning may start a spawn (step 5)
+    // idle_timeout needs idle_times_: checks reorder the idle order away from idle time.
+    bool by_idle_time_ = false;
+    // Some setting watches idle slots (lifetimes, idle_timeout, checks): become_idle and
+    // leave_idle keep more than the idle order.
+    bool idle_bookkeeping_ = false;
+    std::uint64_t keepalive_checks_ = 0;  // keepalive checks in flight
+    std::uint64_t idle_seq_ = 0;          // slots that became idle after a use, so far
+    std::uint64_t jitter_state_ = 0;      // splitmix64 (decision 13)
+    mutable std::uint32_t first_fresh_ = detail::no_index;  // idle slots before it are stale (decision 12)
     stats stats_;
     detail::bounded_vector<effect> effects_;  // of the current step, capacity max_effects_per_step
 
@@ -155,7 +182,8 @@ private:
     detail::list_ends idle_order_;           // oldest idle first
     detail::list_links leak_links_;
     detail::list_ends unreported_leases_;    // slots by grant time (leak_threshold > 0)
-    detail::indexed_heap aged_idle_;         // idle slots by (birth, slot) (max_lifetime > 0)
+    detail::indexed_heap aged_idle_;         // idle slots by (expiry, slot) (max_lifetime > 0)
+    detail::indexed_heap idle_times_;        // idle slots by idle_seq (by_idle_time_)
     detail::indexed_heap empty_slots_;       // by slot index
     detail::bounded_vector<std::uint32_t> scratch_;    // slot indices to sort, capacity max_slots
 

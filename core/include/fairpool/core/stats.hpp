@@ -23,6 +23,12 @@ struct stats {
     std::uint64_t spawn_failures = 0;
     std::array<std::uint64_t, retire_reason_count> retirements{};  // by retire_reason
     std::uint64_t leaks_suspected = 0;
+    // Health (check_after_idle, keepalive_interval, reset_on_release).
+    std::uint64_t checks_started = 0;
+    std::uint64_t checks_passed = 0;   // `checked` alive
+    std::uint64_t checks_failed = 0;   // `checked` dead
+    std::uint64_t resets_started = 0;
+    std::uint64_t resets_failed = 0;   // `reset_done` failed
     // Acquires refused with error::busy by the Boost.Asio adapter's admission (its mailbox
     // was full) before they reached a scheduler: counted by the adapter beside these
     // counters (pool.stats()); a scheduler's own counters always hold 0.

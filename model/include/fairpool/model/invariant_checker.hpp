@@ -7,7 +7,7 @@
 // leases, shutdown) and checks, after every step, the invariants of
 // docs/CONTRACT.md section 6, plus what they rest on: the validation of section 3,
 // the order of effects inside a step and the work of each stage of section 5, and
-// the counters of section 9 / decision 11.2.
+// the counters of section 9 / decisions 11.2 and 11.11.
 //
 // It does not decide who should be granted next; it checks properties of what the
 // scheduler did (see the comments in invariant_checker.cpp for the exact rules).
@@ -71,9 +71,13 @@ private:
         core::slot_state state = core::slot_state::empty;
         bool fresh = false;             // spawned since its last retire (invariant 7)
         core::nanos birth = 0;          // now of its spawned
+        core::nanos lifetime = 0;       // of its resource (decision 13)
         std::uint64_t uses = 0;         // grants since spawned
-        std::uint64_t idle_seq = 0;     // order in which slots became idle
-        core::nanos idle_since = 0;
+        std::uint64_t idle_seq = 0;     // order in which idle times were set (decision 5)
+        core::nanos idle_since = 0;     // idle time: a passed check leaves it (decision 5)
+        std::uint64_t verify_seq = 0;   // order in which slots became idle, checks included
+        core::nanos verified = 0;       // last verification (section 1)
+        bool keepalive = false;         // checking: a keepalive check (not one on checkout)
         std::uint64_t lease = 0;        // live lease while leased (0: being released)
         std::uint64_t lease_waiter = 0;
         core::nanos granted_at = 0;
@@ -101,11 +105,16 @@ private:
         std::optional<std::uint64_t> cancel_target;
         bool cancel_done = false;
         bool shutdown_began = false;
-        // release, spawned while shutting down, died: the retire step 3 owes
+        // release, spawned while shutting down, died, checked, reset_done: the retire step 3 owes
         std::optional<std::uint32_t> retire_slot;
         core::retire_reason retire_reason = core::retire_reason::dirty;
         bool retire_done = false;
         std::string retire_why;
+        // release with reset_on_release: the reset step 3 owes
+        std::optional<std::uint32_t> reset_slot;
+        bool reset_done = false;
+        // checked: the check that ended was a keepalive check (its place is free again)
+        bool keepalive_ended = false;
         // step 5
         std::int64_t spawns_expected = 0;
         std::int64_t spawns_seen = 0;
@@ -129,16 +138,20 @@ private:
     void on_spawn(const core::effect& f);
     void on_retire(const core::effect& f);
     void on_leak(const core::effect& f);
+    void on_check(const core::effect& f);
+    void on_reset(const core::effect& f);
     void on_closed();
 
     // One check per invariant.
     void check_bad_event(core::event_error error, std::span<const core::effect> effects,
                          const core::stats& after);                      // 11
     bool check_waiter_live(const core::effect& f);                        // 1, 8
-    void check_slot_grantable(const core::effect& f);                     // 2, 7
+    void check_slot_grantable(const core::effect& f);                     // 2, 7, 12
     void check_idle_order(std::uint32_t slot);                            // section 5
     void check_fifo(const waiter_info& w);                                // 4
     void check_round_robin(const waiter_info& w);                         // 5
+    void check_keepalive(const core::effect& f);                          // section 5 step 2, 13
+    void check_on_checkout(const core::effect& f);                        // section 5 step 4
     void check_no_idle_while_queued();                                    // 6
     void check_time_driven_work_done();                                   // section 5 step 2
     void check_closed_owed();                                             // 9
@@ -149,6 +162,16 @@ private:
     void queue_own_waiter();
     void remove_queued(std::uint64_t waiter);
     void make_idle(std::uint32_t slot);
+    void make_idle_after_check(std::uint32_t slot);
+    void judge_clean_return(std::uint32_t slot, bool reset_allowed, const char* what);
+    void draw_lifetime(slot_info& s);
+    [[nodiscard]] bool is_fresh(const slot_info& s) const;
+    [[nodiscard]] bool past_lifetime(const slot_info& s) const;
+    [[nodiscard]] std::optional<std::uint32_t> oldest_idle() const;
+    [[nodiscard]] std::optional<std::uint32_t> least_recently_verified_idle() const;
+    [[nodiscard]] std::uint64_t keepalive_checks_in_flight() const;
+    [[nodiscard]] bool keepalive_owed() const;
+    [[nodiscard]] std::optional<std::string> step2_retirement_owed() const;
     [[nodiscard]] std::uint64_t count(core::slot_state s) const;
     [[nodiscard]] std::uint64_t live_slots() const;
     [[nodiscard]] const waiter_info* find_live(std::uint64_t waiter) const;
@@ -168,6 +191,8 @@ private:
     std::unordered_map<std::uint64_t, terminal> completed_;              // waiters that got their terminal effect
     std::vector<slot_info> slots_;
     std::uint64_t idle_seq_ = 0;
+    std::uint64_t verify_seq_ = 0;
+    std::uint64_t jitter_state_ = 0;                  // splitmix64 state (decision 13)
     std::uint64_t last_lease_ = 0;
     bool shutting_down_ = false;
     bool closed_emitted_ = false;

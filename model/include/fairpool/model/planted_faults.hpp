@@ -9,7 +9,8 @@
 namespace fairpool::model {
 
 // "reuse-dirty": dirty resources are not retired (they would be handed out again).
-// "lose-cancel": cancelled waiters get no answer. nullptr for any other name.
+// "lose-cancel": cancelled waiters get no answer.
+// "keep-dead": a resource whose check came back dead is not retired. nullptr for any other name.
 [[nodiscard]] lockstep::fault planted_fault(const std::string& name);
 
 }  // namespace fairpool::model

@@ -38,8 +38,12 @@ private:
     struct slot_record {
         core::slot_state state = core::slot_state::empty;
         core::nanos birth = 0;         // `now` of its `spawned` (decision 5)
+        core::nanos lifetime = 0;      // max_lifetime, less its jitter draw (decision 13)
         std::uint64_t uses = 0;        // grants since then (decision 5)
-        core::nanos idle_since = 0;    // `now` of the step it last became idle (decision 5)
+        core::nanos idle_since = 0;    // its idle time: a passed check leaves it (decision 5)
+        std::uint64_t idle_step = 0;   // the step that set idle_since: ties of idle times
+        core::nanos verified = 0;      // `now` its resource was last verified (section 1)
+        bool keepalive = false;        // while checking: a keepalive check, not one on checkout
         std::uint64_t lease = 0;       // the live lease, while leased
         core::nanos granted_at = 0;    // `now` of that grant
         bool leak_reported = false;    // leak_suspected already emitted for that lease
@@ -62,6 +66,7 @@ private:
     void report_leaks(core::nanos now);
     void retire_idle_past_lifetime(core::nanos now);
     void retire_idle_past_idle_timeout(core::nanos now);
+    void start_due_keepalive_checks(core::nanos now);
 
     // Step 3: the event itself (section 3).
     void apply_event(const core::event& e);
@@ -73,10 +78,13 @@ private:
     void on_spawn_failed(const core::event& e);
     void on_retired(const core::event& e);
     void on_died(const core::event& e);
+    void on_checked(const core::event& e);
+    void on_reset_done(const core::event& e);
     void on_shutdown();
 
     // Step 4: handing out (section 5, "Who is granted next").
     void hand_out(core::nanos now);
+    void grant_next_waiter(std::uint32_t slot, core::nanos now);
     [[nodiscard]] std::uint64_t next_waiter_to_grant();
 
     // Step 5: spawn planning.
@@ -99,9 +107,21 @@ private:
     // Slots.
     [[nodiscard]] std::uint64_t count_slots(core::slot_state s) const;
     [[nodiscard]] std::uint64_t live_slots() const;
-    [[nodiscard]] std::uint32_t idle_slot_to_grant() const;
+    [[nodiscard]] bool is_fresh(std::uint32_t slot, core::nanos now) const;
+    [[nodiscard]] std::optional<std::uint32_t> fresh_slot_to_grant(core::nanos now) const;
+    [[nodiscard]] std::optional<std::uint32_t> oldest_by_idle_time() const;
+    [[nodiscard]] bool past_lifetime(const slot_record& s, core::nanos now) const;
+    [[nodiscard]] bool past_idle_timeout_unwaited(const slot_record& s, core::nanos now) const;
+    [[nodiscard]] core::nanos end_of_life(const slot_record& s) const;
+    [[nodiscard]] std::uint64_t keepalive_checks_in_flight() const;
+    [[nodiscard]] bool keepalive_due(core::nanos now) const;
+    [[nodiscard]] core::nanos draw_lifetime();
     void become_idle(std::uint32_t slot, core::nanos now);
+    void become_idle_after_check(std::uint32_t slot, core::nanos now);
     void leave_idle(std::uint32_t slot);
+    void start_check(std::uint32_t slot, bool keepalive);
+    void start_reset(std::uint32_t slot);
+    void release_clean(std::uint32_t slot, core::nanos now, bool after_reset);
     void grant(std::uint64_t waiter, std::uint32_t slot, core::nanos acquired_at, core::nanos now,
                bool immediate);
     void retire(std::uint32_t slot, core::retire_reason why);
@@ -120,12 +140,14 @@ private:
     bool shutting_down_ = false;
     bool closed_emitted_ = false;
     std::uint64_t next_lease_ = 1;  // lease ids 1, 2, 3, ... in grant order (section 1)
+    std::uint64_t steps_ = 0;       // valid steps so far (the order of idle times)
+    std::uint64_t jitter_state_ = 0;  // splitmix64 state of the lifetime draws (decision 13)
 
     std::uint64_t failures_ = 0;               // consecutive spawn failures (decision 6)
     std::optional<core::nanos> backoff_end_;   // no spawn starts before it (section 5)
 
     std::vector<slot_record> slots_;           // index = slot number
-    std::vector<std::uint32_t> idle_order_;    // idle slots, least recently idled first
+    std::vector<std::uint32_t> idle_order_;    // idle slots, least recently verified first
     std::vector<waiter_record> waiters_;       // queued waiters, in arrival order
     std::deque<std::uint64_t> rotation_;       // active handles; front has the turn
     std::map<std::uint64_t, std::uint64_t> weight_;  // turn size of each handle in rotation_

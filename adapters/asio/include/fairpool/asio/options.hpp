@@ -25,6 +25,18 @@ struct pool_options {
     // long it is dropped anyway, as a worker pool kills a process that does not exit.
     std::chrono::nanoseconds retire_grace = std::chrono::seconds(1);
 
+    // Health (scheduler.check_after_idle, keepalive_interval, reset_on_release): how long
+    // a check or a reset hook (resource_hooks) may take. Past it the hook is cancelled
+    // through its cancellation slot and counts as dead (a check) or failed (a reset);
+    // its resource is closed only once the hook has returned, so a hook must honour
+    // cancellation (every Asio operation awaited in it does). Each must be positive.
+    // Those scheduler settings need their hook: a pool given check_after_idle or
+    // keepalive_interval without a check hook, or reset_on_release without a reset hook,
+    // is refused at construction (core::config_error naming the field), never run
+    // with the setting quietly ignored.
+    std::chrono::nanoseconds check_timeout = std::chrono::seconds(5);
+    std::chrono::nanoseconds reset_timeout = std::chrono::seconds(5);
+
     // Opt-in recording: every event the actor feeds the scheduler, with its effects, in
     // trace format v1 (docs/CONTRACT.md section 7). Written on the actor; the stream
     // must outlive the pool. Replays with `fairpool-replay --check`.

@@ -5,6 +5,9 @@
 //   fairpool::pool<connection> pool(io.get_executor(), options,
 //       []() -> boost::asio::awaitable<connection> { co_return co_await connect(); },
 //       [](connection& c) -> boost::asio::awaitable<void> { co_await c.async_quit(); });
+//   // or, with health checks and resets (hooks.hpp):
+//   fairpool::pool<connection> pool(io.get_executor(), options, fairpool::resource_hooks<connection>{
+//       .create = ..., .close = ..., .check = ..., .reset = ...});
 //   auto tenant = pool.make_handle();                       // the unit of fairness
 //   auto lease = co_await tenant.async_acquire(boost::asio::use_awaitable);
 //   lease->query(...);                                      // released when it goes
@@ -26,6 +29,7 @@
 #include "fairpool/asio/detail/pool_state.hpp"
 #include "fairpool/asio/error.hpp"
 #include "fairpool/asio/fwd.hpp"
+#include "fairpool/asio/hooks.hpp"
 #include "fairpool/asio/lease.hpp"
 #include "fairpool/asio/options.hpp"
 
@@ -69,19 +73,24 @@ public:
     using time_point = typename Clock::time_point;
     using lease_type = lease<Resource, Clock, WaitTraits>;
     using handle_type = handle<Resource, Clock, WaitTraits>;
-    using create_function = typename state_type::create_function;
-    using close_function = typename state_type::close_function;
+    using hooks_type = resource_hooks<Resource>;
+    using create_function = decltype(hooks_type::create);
+    using close_function = decltype(hooks_type::close);
     using acquire_signature = void(boost::system::error_code, lease_type);
     using close_signature = void(boost::system::error_code, close_report);
 
-    // Throws core::config_error if the options are invalid. `create` makes a resource
-    // (throw to fail: the scheduler backs off); `close`, if given, closes one gracefully
-    // before it is dropped (bounded by options.retire_grace).
-    pool(executor_type ex, const pool_options& options, create_function create, close_function close = {})
-        : owner_(std::make_shared<owner_type>(
-              std::make_shared<state_type>(std::move(ex), options, std::move(create), std::move(close)))) {
+    // Throws core::config_error if the options are invalid, or need a hook that is not
+    // given (hooks.hpp: check_after_idle and keepalive_interval need `check`,
+    // reset_on_release needs `reset`).
+    pool(executor_type ex, const pool_options& options, hooks_type hooks)
+        : owner_(std::make_shared<owner_type>(std::make_shared<state_type>(std::move(ex), options, std::move(hooks)))) {
         owner_->state->start();
     }
+
+    // `create` makes a resource (throw to fail: the scheduler backs off); `close`, if
+    // given, closes one gracefully before it is dropped (bounded by options.retire_grace).
+    pool(executor_type ex, const pool_options& options, create_function create, close_function close = {})
+        : pool(std::move(ex), options, hooks_type{.create = std::move(create), .close = std::move(close)}) {}
 
     // A new handle: the unit of fairness (a tenant, a client connection, a stream).
     // `weight` (1..65535) is its turn size in round robin.

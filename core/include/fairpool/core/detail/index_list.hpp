@@ -43,6 +43,9 @@ public:
         --list.size;
     }
 
+    // The index after i in its list, or no_index.
+    [[nodiscard]] std::uint32_t next(std::uint32_t i) const noexcept { return next_[i]; }
+
 private:
     std::vector<std::uint32_t> prev_;
     std::vector<std::uint32_t> next_;

@@ -93,6 +93,8 @@ private:
         report.waiters_queued = s.queued_waiters;
         report.slots_spawning = s.slots[static_cast<int>(core::slot_state::spawning)];
         report.slots_retiring = s.slots[static_cast<int>(core::slot_state::retiring)];
+        report.slots_checking = s.slots[static_cast<int>(core::slot_state::checking)];
+        report.slots_resetting = s.slots[static_cast<int>(core::slot_state::resetting)];
         boost::asio::post(executor_, [h = std::move(h), ec, report]() mutable {
             boost::asio::dispatch(boost::asio::append(std::move(h), ec, report));
         });

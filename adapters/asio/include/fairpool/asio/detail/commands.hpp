@@ -18,13 +18,15 @@ struct acquire_command {
     std::uint32_t weight;  // 0: none given
 };
 
-// Releases, and the results of spawns and retirements: at most one is pending per
-// slot at any time, so a queue of max_slots never fills.
+// Releases, and the results of spawns, checks, resets and retirements: at most one is
+// pending per slot at any time (the slot's state allows one of them at a time), so a
+// queue of max_slots never fills.
 struct slot_command {
-    core::event_kind kind;  // release, spawned, spawn_failed, retired
+    core::event_kind kind;  // release, spawned, spawn_failed, retired, checked, reset_done
     std::uint32_t slot;
-    std::uint64_t lease;
-    core::release_outcome outcome;
+    std::uint64_t lease;            // release
+    core::release_outcome outcome;  // release
+    bool passed;                    // checked: alive; reset_done: ok
 };
 
 static_assert(std::is_trivially_copyable_v<acquire_command>);

@@ -7,7 +7,8 @@
 // Capacities, so that a command that cannot be refused never finds its queue full
 // (L = max_waiters + mailbox_capacity, the limit on outstanding acquires, admission):
 //   acquires ..... L
-//   slot events .. max_slots: per slot at most one release, spawn or retire result
+//   slot events .. max_slots: per slot at most one release, or spawn, check, reset or
+//                  retire result
 //   cancels ...... 2L: each operation sends at most one, and between two drains at most
 //                  L operations end and L begin
 //   deregisters .. 2L: only a handle with an outstanding acquire sends one (same bound)
@@ -23,7 +24,7 @@ namespace fairpool::detail {
 // The kinds of command: one pending bit each.
 namespace command_kind {
 inline constexpr std::uint32_t start = 1U << 0;
-inline constexpr std::uint32_t slot_event = 1U << 1;  // release, spawned, spawn_failed, retired
+inline constexpr std::uint32_t slot_event = 1U << 1;  // release and the results of resource work
 inline constexpr std::uint32_t acquire = 1U << 2;
 inline constexpr std::uint32_t cancel = 1U << 3;
 inline constexpr std::uint32_t deregister = 1U << 4;

@@ -13,14 +13,16 @@
 //                           re-checking the mailbox.
 //   feed                    one core step; record it; publish the counters before a
 //                           completion is posted; perform the effects: completions
-//                           posted to the handlers' executors, factories, close
-//                           functions and on_leak_suspected posted to the pool's. A
-//                           drain runs no user code (but the opt-in recorder's write).
+//                           posted to the handlers' executors, the resource hooks
+//                           (create, check, reset, close) and on_leak_suspected posted
+//                           to the pool's. A drain runs no user code (but the opt-in
+//                           recorder's write).
 //
 // Time is the Clock's (std::chrono::steady_clock unless the pool is given another): the
 // scheduler's nanoseconds count from the pool's creation, and every timer (the
-// deadline timer, close deadlines, retire grace) is a basic_waitable_timer<Clock,
-// WaitTraits>, so a test's clock that it advances by hand drives all of them.
+// deadline timer, close deadlines, retire grace, check and reset timeouts) is a
+// basic_waitable_timer<Clock, WaitTraits>, so a test's clock that it advances by hand
+// drives all of them.
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/append.hpp>
 #include <boost/asio/associated_cancellation_slot.hpp>
@@ -65,8 +67,7 @@ public:
     using time_point = typename Clock::time_point;
     using timer_type = boost::asio::basic_waitable_timer<Clock, WaitTraits>;
     using lease_type = fairpool::lease<Resource, Clock, WaitTraits>;
-    using create_function = typename resource_slots<Resource>::create_function;
-    using close_function = typename resource_slots<Resource>::close_function;
+    using hooks_type = resource_hooks<Resource>;
     using closing_type = closing<Clock, WaitTraits>;
 
     // Commands one drain serves at most before it lets the executor run other handlers:
@@ -80,8 +81,8 @@ public:
         std::atomic<std::uint32_t> outstanding{0};
     };
 
-    pool_state(executor_type ex, const pool_options& o, create_function create, close_function close)
-        : options_(checked(o)),
+    pool_state(executor_type ex, const pool_options& o, hooks_type hooks)
+        : options_(checked(o, hooks)),
           executor_(std::move(ex)),
           io_executor_(executor_.target<boost::asio::io_context::executor_type>()),
           epoch_(Clock::now()),
@@ -91,7 +92,7 @@ public:
           mailbox_(limit_, options_.scheduler.max_slots),
           operations_(limit_),
           closing_(executor_, stats_),
-          resources_(options_.scheduler.max_slots, std::move(create), std::move(close)) {
+          resources_(options_.scheduler.max_slots, std::move(hooks)) {
         stats_.publish(core_.counters());
     }
 
@@ -123,6 +124,8 @@ public:
     [[nodiscard]] Resource& resource(std::uint32_t slot) noexcept { return *resources_.slots[slot]; }
     [[nodiscard]] resource_slots<Resource>& resources() noexcept { return resources_; }
     [[nodiscard]] std::chrono::nanoseconds retire_grace() const noexcept { return options_.retire_grace; }
+    [[nodiscard]] std::chrono::nanoseconds check_timeout() const noexcept { return options_.check_timeout; }
+    [[nodiscard]] std::chrono::nanoseconds reset_timeout() const noexcept { return options_.reset_timeout; }
 
     // Nanoseconds since the pool was created, by the Clock: the scheduler's clock.
     [[nodiscard]] core::nanos now() const noexcept {
@@ -165,7 +168,7 @@ public:
     }
 
     void release(std::uint32_t slot, std::uint64_t lease, core::release_outcome outcome) noexcept {
-        const slot_command command{core::event_kind::release, slot, lease, outcome};
+        const slot_command command{core::event_kind::release, slot, lease, outcome, true};
         if (!fed_directly([&] { feed(slot_event(command)); })) push_slot_command(command);
     }
 
@@ -184,9 +187,10 @@ public:
                      typename closing_type::close_handler(std::forward<Handler>(handler)), deadline);
     }
 
-    // The result of a resource's creation or retirement (resources.hpp).
-    void push_slot_result(core::event_kind kind, std::uint32_t slot) noexcept {
-        push_slot_command(slot_command{kind, slot, 0, core::release_outcome::clean});
+    // The result of a resource's creation, check, reset or retirement (resources.hpp);
+    // `passed` is a check's alive or a reset's ok.
+    void push_slot_result(core::event_kind kind, std::uint32_t slot, bool passed = true) noexcept {
+        push_slot_command(slot_command{kind, slot, 0, core::release_outcome::clean, passed});
     }
 
     // --- Called by acquire operations and leases ----------------------------------
@@ -225,8 +229,10 @@ private:
         }
     };
 
-    static pool_options checked(const pool_options& o) {
-        if (auto why = validate(o)) throw core::config_error("invalid pool options: " + *why);
+    static pool_options checked(const pool_options& o, const hooks_type& hooks) {
+        auto why = validate(o);
+        if (!why) why = validate(o, hooks);
+        if (why) throw core::config_error("invalid pool options: " + *why);
         pool_options resolved = o;
         resolved.scheduler = o.scheduler.resolved();
         return resolved;
@@ -418,8 +424,16 @@ private:
     }
 
     [[nodiscard]] core::event slot_event(const slot_command& c) const noexcept {
-        if (c.kind == core::event_kind::release) return core::event::release(drain_now_, c.slot, c.lease, c.outcome);
-        return core::event::of_slot(c.kind, drain_now_, c.slot);
+        switch (c.kind) {
+            case core::event_kind::release: return core::event::release(drain_now_, c.slot, c.lease, c.outcome);
+            case core::event_kind::checked:
+                return core::event::checked(drain_now_, c.slot, c.passed ? core::check_outcome::alive
+                                                                        : core::check_outcome::dead);
+            case core::event_kind::reset_done:
+                return core::event::reset_done(drain_now_, c.slot, c.passed ? core::reset_outcome::ok
+                                                                           : core::reset_outcome::failed);
+            default: return core::event::of_slot(c.kind, drain_now_, c.slot);
+        }
     }
 
     // One core step (inside drain_or_die: what can throw here is fatal).
@@ -460,12 +474,16 @@ private:
             case core::effect_kind::grant: break;
             case core::effect_kind::reject: take_operation(f.waiter)->complete(rejection(f.rejected), 0, 0); break;
             case core::effect_kind::spawn:
-                start_outside_actor(this->shared_from_this(), f.slot,
-                                    [](auto self, std::uint32_t s) { return create_resource(std::move(self), s); });
+                start_outside_actor(this->shared_from_this(), f.slot, &create_resource<pool_state>);
                 break;
             case core::effect_kind::retire:
-                start_outside_actor(this->shared_from_this(), f.slot,
-                                    [](auto self, std::uint32_t s) { return destroy_resource(std::move(self), s); });
+                start_outside_actor(this->shared_from_this(), f.slot, &destroy_resource<pool_state>);
+                break;
+            case core::effect_kind::check:
+                start_outside_actor(this->shared_from_this(), f.slot, &check_resource<pool_state>);
+                break;
+            case core::effect_kind::reset:
+                start_outside_actor(this->shared_from_this(), f.slot, &reset_resource<pool_state>);
                 break;
             case core::effect_kind::leak_suspected:
                 if (options_.on_leak_suspected)

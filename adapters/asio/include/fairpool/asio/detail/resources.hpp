@@ -1,15 +1,17 @@
 #pragma once
-// The pool's resources: one optional Resource per slot, made by the user's factory and
-// closed by the user's close function, both outside the actor. The actor only says
-// when (spawn and retire effects); each coroutine reports back with a slot event
-// (spawned, spawn_failed, retired) through the mailbox. The scheduler's slot states
-// order the accesses: a slot's resource is written by its spawn, read by its lease
-// holder, taken by its retirement, one at a time.
+// The pool's resources: one optional Resource per slot, made, checked, reset and closed
+// by the user's hooks (resource_hooks), all outside the actor. The actor only says when
+// (spawn, check, reset and retire effects); each coroutine reports back with a slot
+// event (spawned, spawn_failed, checked, reset_done, retired) through the mailbox. The
+// scheduler's slot states order the accesses: a slot's resource is written by its
+// spawn, read by its lease holder or its check or reset, taken by its retirement, one
+// at a time.
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <chrono>
 #include <cstdint>
@@ -17,33 +19,43 @@
 #include <memory>
 #include <optional>
 #include <utility>
+#include <variant>
 #include <vector>
 
+#include "fairpool/asio/hooks.hpp"
 #include "fairpool/core/event.hpp"
 
 namespace fairpool::detail {
 
 template <class Resource>
 struct resource_slots {
-    using create_function = std::function<boost::asio::awaitable<Resource>()>;
-    using close_function = std::function<boost::asio::awaitable<void>(Resource&)>;
-
-    resource_slots(std::uint32_t max_slots, create_function c, close_function d)
-        : slots(max_slots), create(std::move(c)), close(std::move(d)) {}
+    resource_slots(std::uint32_t max_slots, resource_hooks<Resource> h) : slots(max_slots), hooks(std::move(h)) {}
 
     std::vector<std::optional<Resource>> slots;
-    create_function create;
-    close_function close;
+    const resource_hooks<Resource> hooks;
 };
 
+// A hook's result, with a throw as `failed`. The || operator waits for the first
+// operation to *succeed*: a hook that threw would otherwise count only once the timer
+// beside it had run out.
+template <class Result, class Call>
+boost::asio::awaitable<Result> or_on_throw(Call call, Result failed) {
+    try {
+        co_return co_await call();
+    } catch (...) {
+        co_return failed;
+    }
+}
+
 // State: the pool's actor; it provides get_executor(), resources(), retire_grace(),
-// timer_type and push_slot_result(kind, slot).
+// check_timeout(), reset_timeout(), timer_type, clock_type and
+// push_slot_result(kind, slot, passed).
 template <class State>
 boost::asio::awaitable<void> create_resource(std::shared_ptr<State> self, std::uint32_t slot) {
     auto& resources = self->resources();
     bool created = false;
     try {
-        resources.slots[slot].emplace(co_await resources.create());
+        resources.slots[slot].emplace(co_await resources.hooks.create());
         created = true;
     } catch (...) {
     }
@@ -57,22 +69,62 @@ boost::asio::awaitable<void> destroy_resource(std::shared_ptr<State> self, std::
     std::optional<typename decltype(resources.slots)::value_type::value_type> resource =
         std::move(resources.slots[slot]);
     resources.slots[slot].reset();
-    if (resource && resources.close) {
+    if (resource && resources.hooks.close) {
         using namespace boost::asio::experimental::awaitable_operators;
         typename State::timer_type grace(co_await boost::asio::this_coro::executor,
                                          std::chrono::ceil<typename State::clock_type::duration>(self->retire_grace()));
+        const auto close = [&]() -> boost::asio::awaitable<bool> {
+            co_await resources.hooks.close(*resource);
+            co_return true;
+        };
         try {
-            co_await (resources.close(*resource) || grace.async_wait(boost::asio::use_awaitable));
-        } catch (...) {
+            co_await (or_on_throw(close, false) || grace.async_wait(boost::asio::use_awaitable));
+        } catch (...) {  // the operator itself failed (out of memory): the resource is dropped now
         }
     }
     resource.reset();
     self->push_slot_result(core::event_kind::retired, slot);
 }
 
+// A check or reset hook on a slot's resource, bounded by `timeout`: true only if it
+// returned true in time. A throw or false is a failure; so is the timeout, after which
+// the hook is cancelled through its cancellation slot (the || operator's), and this
+// returns only once the hook has: until its result is reported, the resource stays in
+// its slot, and only a retirement after that report closes it.
+template <class State, class Hook, class Resource>
+boost::asio::awaitable<bool> run_bounded(const Hook& hook, Resource& resource, std::chrono::nanoseconds timeout) {
+    using namespace boost::asio::experimental::awaitable_operators;
+    typename State::timer_type limit(co_await boost::asio::this_coro::executor,
+                                     std::chrono::ceil<typename State::clock_type::duration>(timeout));
+    try {
+        const std::variant<bool, std::monostate> outcome = co_await (
+            or_on_throw([&] { return hook(resource); }, false) || limit.async_wait(boost::asio::use_awaitable));
+        co_return outcome.index() == 0 && std::get<0>(outcome);
+    } catch (...) {  // the operator itself failed (out of memory): a failure too, still reported
+        co_return false;
+    }
+}
+
+// A check of an idle resource (on checkout or keepalive): reports checked alive or dead.
+template <class State>
+boost::asio::awaitable<void> check_resource(std::shared_ptr<State> self, std::uint32_t slot) {
+    auto& resources = self->resources();
+    const bool alive =
+        co_await run_bounded<State>(resources.hooks.check, *resources.slots[slot], self->check_timeout());
+    self->push_slot_result(core::event_kind::checked, slot, alive);
+}
+
+// A reset of a resource released clean: reports reset_done ok or failed.
+template <class State>
+boost::asio::awaitable<void> reset_resource(std::shared_ptr<State> self, std::uint32_t slot) {
+    auto& resources = self->resources();
+    const bool ok = co_await run_bounded<State>(resources.hooks.reset, *resources.slots[slot], self->reset_timeout());
+    self->push_slot_result(core::event_kind::reset_done, slot, ok);
+}
+
 // Starts a coroutine on the pool's executor from a posted handler: co_spawn may run a
-// coroutine's first step inline, and the user's factory or close function must never
-// run inside the drain that asked for it.
+// coroutine's first step inline, and no user hook may ever run inside the drain that
+// asked for it.
 template <class State, class Coroutine>
 void start_outside_actor(std::shared_ptr<State> self, std::uint32_t slot, Coroutine coroutine) {
     auto ex = self->get_executor();

@@ -17,20 +17,30 @@ namespace fairpool::detail {
 
 class stats_board {
 public:
-    // Pays for what changed: nothing (not even the sequence) when no counter did; the
-    // counters and gauges (~25 words) when one of them did; of the histogram (65 words)
-    // only the groups of 8 buckets that changed, found without comparing them all: each
-    // grant adds one to exactly one bucket (docs/CONTRACT.md section 9), so the search
+    // Pays for what changed: nothing (not even the sequence) when no counter did. Else
+    // the words that move with every acquire and release (acquires, grants, the gauges:
+    // 12 words), the other counters (rejections, spawns, retirements, leaks, health:
+    // 21 words) only if one of them changed, and of the histogram (65 words) only the
+    // groups of 8 buckets that changed. Neither is compared word by word: the other
+    // counters only ever grow, so their sum grows when one does; each grant adds one to
+    // exactly one bucket (docs/CONTRACT.md section 9), so the search for changed groups
     // stops once it has found as many new waits as there were new grants.
     void publish(const core::stats& s) noexcept {
         const auto* next = reinterpret_cast<const unsigned char*>(&s);
         const std::uint64_t grants = s.grants_immediate + s.grants_after_wait;
         std::uint64_t waits_to_find = grants - published_grants_;
-        if (waits_to_find == 0 && std::memcmp(next, shadow_.data(), scalar_words * 8) == 0) return;
+        const std::uint64_t counted = sum(next, rare_first, rare_last);
+        const bool rare_changed = counted != published_rare_sum_;
+        if (waits_to_find == 0 && !rare_changed && !differs(next, 0, rare_first) &&
+            !differs(next, rare_last, scalar_words))
+            return;
+        FAIRPOOL_DEBUG_ASSERT(only_grew(next, rare_first, rare_last));
         const std::uint64_t seq = sequence_.load(std::memory_order_relaxed);
         sequence_.store(seq + 1, std::memory_order_relaxed);
         std::atomic_thread_fence(std::memory_order_release);
-        store(next, 0, scalar_words);
+        store(next, 0, rare_first);
+        if (rare_changed) store(next, rare_first, rare_last);
+        store(next, rare_last, scalar_words);
         for (std::size_t first = scalar_words; waits_to_find > 0; first += group_words) {
             FAIRPOOL_DEBUG_ASSERT(first < words);
             const std::size_t last = std::min(first + group_words, words);
@@ -42,6 +52,7 @@ public:
         }
         sequence_.store(seq + 2, std::memory_order_release);
         published_grants_ = grants;
+        published_rare_sum_ = counted;
     }
 
     [[nodiscard]] core::stats read() const noexcept {
@@ -69,6 +80,12 @@ private:
     static constexpr std::size_t scalar_words = offsetof(core::stats, wait_histogram) / 8;
     static_assert(offsetof(core::stats, wait_histogram) % 8 == 0 &&
                   sizeof(core::stats::wait_histogram) == (words - scalar_words) * 8);
+    // The counters that a steady acquire and release leave alone, from the rejections
+    // to the gauges: every one only grows.
+    static constexpr std::size_t rare_first = offsetof(core::stats, rejections) / 8;
+    static constexpr std::size_t rare_last = offsetof(core::stats, queued_waiters) / 8;
+    static_assert(offsetof(core::stats, grants_after_wait) / 8 < rare_first && rare_first < rare_last &&
+                  rare_last < scalar_words);
     static constexpr std::size_t group_words = 8;
     static constexpr std::uint32_t spin_attempts = 64;
 
@@ -76,6 +93,27 @@ private:
         std::uint64_t w;
         std::memcpy(&w, raw + i * 8, 8);
         return w;
+    }
+
+    // Whether words [first, last) of `raw` differ from the writer's copy.
+    [[nodiscard]] bool differs(const unsigned char* raw, std::size_t first, std::size_t last) const noexcept {
+        std::uint64_t bits = 0;
+#pragma GCC unroll 16
+        for (std::size_t i = first; i < last; ++i) bits |= word(raw, i) ^ shadow_[i];
+        return bits != 0;
+    }
+
+    static std::uint64_t sum(const unsigned char* raw, std::size_t first, std::size_t last) noexcept {
+        std::uint64_t total = 0;
+#pragma GCC unroll 32
+        for (std::size_t i = first; i < last; ++i) total += word(raw, i);
+        return total;
+    }
+
+    [[nodiscard]] bool only_grew(const unsigned char* raw, std::size_t first, std::size_t last) const noexcept {
+        for (std::size_t i = first; i < last; ++i)
+            if (word(raw, i) < shadow_[i]) return false;
+        return true;
     }
 
     // Words [first, last) of `raw` into the board and the writer's copy.
@@ -93,6 +131,7 @@ private:
     // The writer's own copy of what words_ holds, and the grants it counts.
     std::array<std::uint64_t, words> shadow_{};
     std::uint64_t published_grants_ = 0;
+    std::uint64_t published_rare_sum_ = 0;  // of words [rare_first, rare_last)
 };
 
 }  // namespace fairpool::detail

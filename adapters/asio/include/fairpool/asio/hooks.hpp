@@ -1,0 +1,65 @@
+#pragma once
+// What a pool does with its resources, by name: the user's coroutines that make, close,
+// check and reset one. Only `create` is required.
+//
+//   fairpool::pool<conn> pool(ex, options, fairpool::resource_hooks<conn>{
+//       .create = [&]() -> awaitable<conn> { co_return co_await conn::connect(...); },
+//       .close = [](conn& c) -> awaitable<void> { co_await c.quit(); },
+//       .check = [](conn& c) -> awaitable<bool> { co_return co_await c.ping(); },
+//       .reset = [](conn& c) -> awaitable<bool> { co_return co_await c.discard_session(); },
+//   });
+//
+// Every member has a default (empty), so designated initializers may name only the
+// hooks they give. Every hook runs on the pool's executor, never inside the pool's
+// actor, and one at a time per resource: while a check or a reset runs, nobody holds
+// the resource. A check or reset past its timeout (pool_options::check_timeout,
+// reset_timeout) is cancelled through its cancellation slot, and its resource closed
+// only once it has returned: a hook must honour cancellation.
+#include <boost/asio/awaitable.hpp>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "fairpool/asio/options.hpp"
+
+namespace fairpool {
+
+template <class Resource>
+struct resource_hooks {
+    // Makes a resource. Throwing is a failed spawn: the pool backs off
+    // (spawn_backoff_initial, doubling to spawn_backoff_max).
+    std::function<boost::asio::awaitable<Resource>()> create{};
+
+    // Closes a resource gracefully before it is dropped; after retire_grace it is
+    // dropped anyway. Optional: without it a retired resource is just destroyed.
+    std::function<boost::asio::awaitable<void>(Resource&)> close{};
+
+    // Is this idle resource still usable (a PING)? true: alive, it is granted or kept
+    // idle. false, a throw, or no answer within check_timeout: dead, it is closed and
+    // replaced as needed. Needed by scheduler.check_after_idle and keepalive_interval.
+    std::function<boost::asio::awaitable<bool>(Resource&)> check{};
+
+    // Brings a resource released clean back to a fresh state before anyone reuses it
+    // (Redis RESET, PostgreSQL DISCARD ALL). true: ok, it is idle again. false, a throw,
+    // or no answer within reset_timeout: failed, it is retired (reason reset_failed).
+    // Needed by scheduler.reset_on_release.
+    std::function<boost::asio::awaitable<bool>(Resource&)> reset{};
+};
+
+// Empty if the hooks can serve these options, else "FIELD: why". A setting that needs a
+// hook the pool was not given is refused rather than ignored: a pool told to check its
+// connections must never quietly hand out unchecked ones.
+template <class Resource>
+[[nodiscard]] std::optional<std::string> validate(const pool_options& o, const resource_hooks<Resource>& hooks) {
+    if (!hooks.create) return std::string("hooks.create: a pool needs a function that makes its resources");
+    const auto needs = [](const char* field, const char* hook) {
+        return std::string("scheduler.") + field + ": is set, but the pool has no " + hook +
+               " hook (resource_hooks::" + hook + ")";
+    };
+    if (!hooks.check && o.scheduler.check_after_idle > 0) return needs("check_after_idle", "check");
+    if (!hooks.check && o.scheduler.keepalive_interval > 0) return needs("keepalive_interval", "check");
+    if (!hooks.reset && o.scheduler.reset_on_release) return needs("reset_on_release", "reset");
+    return std::nullopt;
+}
+
+}  // namespace fairpool
