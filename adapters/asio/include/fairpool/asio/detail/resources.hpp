@@ -6,6 +6,7 @@
 // scheduler's slot states order the accesses: a slot's resource is written by its
 // spawn, read by its lease holder or its check or reset, taken by its retirement, one
 // at a time.
+#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -47,6 +48,11 @@ boost::asio::awaitable<Result> or_on_throw(Call call, Result failed) {
     }
 }
 
+// A timer's wait as an awaitable of its error code rather than one that throws when
+// the wait is cancelled: a hook that wins its race against the timer cancels it, and an
+// exception per check or close would cost more than the rest of the check together.
+inline constexpr auto as_value = boost::asio::as_tuple(boost::asio::use_awaitable);
+
 // State: the pool's actor; it provides get_executor(), resources(), retire_grace(),
 // check_timeout(), reset_timeout(), timer_type, clock_type and
 // push_slot_result(kind, slot, passed).
@@ -78,7 +84,7 @@ boost::asio::awaitable<void> destroy_resource(std::shared_ptr<State> self, std::
             co_return true;
         };
         try {
-            co_await (or_on_throw(close, false) || grace.async_wait(boost::asio::use_awaitable));
+            co_await (or_on_throw(close, false) || grace.async_wait(as_value));
         } catch (...) {  // the operator itself failed (out of memory): the resource is dropped now
         }
     }
@@ -97,8 +103,8 @@ boost::asio::awaitable<bool> run_bounded(const Hook& hook, Resource& resource, s
     typename State::timer_type limit(co_await boost::asio::this_coro::executor,
                                      std::chrono::ceil<typename State::clock_type::duration>(timeout));
     try {
-        const std::variant<bool, std::monostate> outcome = co_await (
-            or_on_throw([&] { return hook(resource); }, false) || limit.async_wait(boost::asio::use_awaitable));
+        const auto outcome =
+            co_await (or_on_throw([&] { return hook(resource); }, false) || limit.async_wait(as_value));
         co_return outcome.index() == 0 && std::get<0>(outcome);
     } catch (...) {  // the operator itself failed (out of memory): a failure too, still reported
         co_return false;

@@ -29,18 +29,18 @@ public:
         const auto* next = reinterpret_cast<const unsigned char*>(&s);
         const std::uint64_t grants = s.grants_immediate + s.grants_after_wait;
         std::uint64_t waits_to_find = grants - published_grants_;
-        const std::uint64_t counted = sum(next, rare_first, rare_last);
-        const bool rare_changed = counted != published_rare_sum_;
-        if (waits_to_find == 0 && !rare_changed && !differs(next, 0, rare_first) &&
-            !differs(next, rare_last, scalar_words))
+        const std::uint64_t counted = sum(next, growing_begin, growing_end);
+        const bool growing_changed = counted != published_growing_sum_;
+        if (waits_to_find == 0 && !growing_changed && !differs(next, 0, growing_begin) &&
+            !differs(next, growing_end, scalar_words))
             return;
-        FAIRPOOL_DEBUG_ASSERT(only_grew(next, rare_first, rare_last));
+        FAIRPOOL_DEBUG_ASSERT(only_grew(next, growing_begin, growing_end));
         const std::uint64_t seq = sequence_.load(std::memory_order_relaxed);
         sequence_.store(seq + 1, std::memory_order_relaxed);
         std::atomic_thread_fence(std::memory_order_release);
-        store(next, 0, rare_first);
-        if (rare_changed) store(next, rare_first, rare_last);
-        store(next, rare_last, scalar_words);
+        store(next, 0, growing_begin);
+        if (growing_changed) store(next, growing_begin, growing_end);
+        store(next, growing_end, scalar_words);
         for (std::size_t first = scalar_words; waits_to_find > 0; first += group_words) {
             FAIRPOOL_DEBUG_ASSERT(first < words);
             const std::size_t last = std::min(first + group_words, words);
@@ -52,7 +52,7 @@ public:
         }
         sequence_.store(seq + 2, std::memory_order_release);
         published_grants_ = grants;
-        published_rare_sum_ = counted;
+        published_growing_sum_ = counted;
     }
 
     [[nodiscard]] core::stats read() const noexcept {
@@ -82,10 +82,10 @@ private:
                   sizeof(core::stats::wait_histogram) == (words - scalar_words) * 8);
     // The counters that a steady acquire and release leave alone, from the rejections
     // to the gauges: every one only grows.
-    static constexpr std::size_t rare_first = offsetof(core::stats, rejections) / 8;
-    static constexpr std::size_t rare_last = offsetof(core::stats, queued_waiters) / 8;
-    static_assert(offsetof(core::stats, grants_after_wait) / 8 < rare_first && rare_first < rare_last &&
-                  rare_last < scalar_words);
+    static constexpr std::size_t growing_begin = offsetof(core::stats, rejections) / 8;
+    static constexpr std::size_t growing_end = offsetof(core::stats, queued_waiters) / 8;
+    static_assert(offsetof(core::stats, grants_after_wait) / 8 < growing_begin && growing_begin < growing_end &&
+                  growing_end < scalar_words);
     static constexpr std::size_t group_words = 8;
     static constexpr std::uint32_t spin_attempts = 64;
 
@@ -131,7 +131,7 @@ private:
     // The writer's own copy of what words_ holds, and the grants it counts.
     std::array<std::uint64_t, words> shadow_{};
     std::uint64_t published_grants_ = 0;
-    std::uint64_t published_rare_sum_ = 0;  // of words [rare_first, rare_last)
+    std::uint64_t published_growing_sum_ = 0;  // of words [growing_begin, growing_end)
 };
 
 }  // namespace fairpool::detail
