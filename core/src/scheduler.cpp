@@ -643,15 +643,14 @@ void scheduler::become_idle(std::uint32_t s, idle_time t) noexcept {
     set_state(s, slot_state::idle);
     slot_record& slot = slots_[s];
     slot.verified_at = now_;
-    if (t == idle_time::restart) slot.idle_since = now_;
+    if (t == idle_time::restart) slot.idle_since = now_, slot.idle_seq = idle_seq_++;
     idle_links_.push_back(idle_order_, s);
-    if (idle_bookkeeping_) track_idle(s, t);
+    if (idle_bookkeeping_) track_idle(s);
 }
 
 // What a slot's becoming idle means to the settings that watch idle slots.
-void scheduler::track_idle(std::uint32_t s, idle_time t) noexcept {
+void scheduler::track_idle(std::uint32_t s) noexcept {
     slot_record& slot = slots_[s];
-    if (t == idle_time::restart) slot.idle_seq = idle_seq_++;
     if (config_.check_after_idle > 0 && first_fresh_ == no_index) first_fresh_ = s;
     if (config_.max_lifetime > 0) {
         aged_idle_.push(slot.expires_at, s, s);

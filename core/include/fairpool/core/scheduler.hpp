@@ -10,6 +10,7 @@
 //   waiters, deadline heap, waiter ids, active handles, handle ids .... max_waiters
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "fairpool/core/config.hpp"
@@ -19,6 +20,7 @@
 #include "fairpool/core/detail/index_list.hpp"
 #include "fairpool/core/detail/indexed_heap.hpp"
 #include "fairpool/core/event.hpp"
+#include "fairpool/core/snapshot.hpp"
 #include "fairpool/core/stats.hpp"
 
 namespace fairpool::core {
@@ -37,6 +39,11 @@ public:
     // keys the id tables; it never changes any output. Without one, a random seed.
     explicit scheduler(const config& config);
     scheduler(const config& config, std::uint64_t hash_seed);
+    // Restores the state a snapshot describes (snapshot.hpp, contract section 7.2):
+    // every later step gives exactly the effects the scheduler it was taken from
+    // gives. Throws config_error for an invalid config, snapshot_error for a snapshot
+    // that no scheduler with this config could be in.
+    scheduler(const config& config, std::span<const snapshot_record> snapshot, std::uint64_t hash_seed);
 
     // One step (section 5): validate, expire, apply, hand out, plan spawns, close.
     // The transition is complete before this returns; the effects come back in
@@ -46,6 +53,12 @@ public:
 
     // The earliest time at which a `tick` would emit an effect; nullopt if none.
     [[nodiscard]] std::optional<nanos> next_deadline() const noexcept;
+
+    // Writes the complete state to `sink`, one record a call, in the order of
+    // snapshot.hpp: snapshot_size() records, at most max_snapshot_records(config).
+    // O(state); no allocation.
+    void snapshot(snapshot_sink sink) const;
+    [[nodiscard]] std::uint64_t snapshot_size() const noexcept;
 
     [[nodiscard]] const stats& counters() const noexcept { return stats_; }
     [[nodiscard]] const config& configuration() const noexcept { return config_; }
@@ -85,6 +98,17 @@ private:
     // bit_ceil(2 × entries) buckets, which must fit too.
     static_assert(max_slots_limit < detail::no_index);
     static_assert(2 * max_waiters_limit <= std::uint64_t{detail::no_index});
+
+    // Restoring a snapshot (snapshot.cpp), record by record; each refuses with
+    // snapshot_error naming record i.
+    void restore(std::span<const snapshot_record> records);
+    void restore_scalars(const snapshot_begin& b);
+    void restore_slot(std::size_t i, const snapshot_slot& r, std::int64_t& previous);
+    void restore_leases(std::size_t i);
+    void restore_idle_bookkeeping(std::uint32_t slot) noexcept;
+    void restore_handle(std::size_t i, const snapshot_handle& r);
+    const waiter_record* restore_waiter(std::size_t i, const snapshot_waiter& r, const waiter_record* previous);
+    void check_restored(std::size_t end);
 
     [[nodiscard]] event_error validate(const event& e) const noexcept;
     [[nodiscard]] event_error validate_slot(const event& e, slot_state needed, event_error otherwise) const noexcept;
@@ -135,7 +159,7 @@ private:
     // Whether becoming idle restarts the idle time (a use ended) or keeps it (a check passed).
     enum class idle_time : std::uint8_t { restart, keep };
     void become_idle(std::uint32_t slot, idle_time t) noexcept;
-    void track_idle(std::uint32_t slot, idle_time t) noexcept;
+    void track_idle(std::uint32_t slot) noexcept;
     void leave_idle(std::uint32_t slot) noexcept;
     [[nodiscard]] std::uint32_t oldest_idle() const noexcept;
     bool retire_if_worn(std::uint32_t slot);

@@ -5,6 +5,7 @@
 
 #include "fairpool/core/config.hpp"
 #include "fairpool/core/event.hpp"
+#include "fairpool/core/snapshot.hpp"
 
 namespace fairpool::trace {
 
@@ -14,6 +15,8 @@ namespace fairpool::trace {
 [[nodiscard]] std::string format_line(const core::event& e);
 // "grant waiter=1 slot=0 lease=1"
 [[nodiscard]] std::string format(const core::effect& f);
+// "waiter id=3 handle=1 arrived_at=10 arrival=2 deadline=500" (section 7.2)
+[[nodiscard]] std::string format(const core::snapshot_record& r);
 // "config max_slots=4 min_slots=0 …": every key in table order, with the value in force.
 [[nodiscard]] std::string format_canonical(const core::config& c);
 

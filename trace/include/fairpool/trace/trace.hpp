@@ -9,10 +9,12 @@
 
 #include "fairpool/core/config.hpp"
 #include "fairpool/core/event.hpp"
+#include "fairpool/core/snapshot.hpp"
 
 namespace fairpool::trace {
 
-inline constexpr const char* header = "fairpool-trace v1";  // the first record
+inline constexpr const char* header = "fairpool-trace v1";     // the first record of a v1 trace
+inline constexpr const char* header_v2 = "fairpool-trace v2";  // of a v2 trace (section 7.2)
 
 struct recorded_effect {
     core::effect effect;
@@ -27,9 +29,33 @@ struct step {
     std::size_t error_line = 0;
 };
 
+// `segment number=N events_before=E` (section 7.2).
+struct segment_info {
+    std::uint64_t number = 0;
+    std::uint64_t events_before = 0;
+    std::size_t line = 0;
+    friend bool operator==(const segment_info&, const segment_info&) = default;
+};
+
+struct snapshot_line {
+    core::snapshot_record record;
+    std::size_t line = 0;
+};
+
+// `gap events=N`: the recorder lost N events after the last step.
+struct gap_info {
+    std::uint64_t events = 0;
+    std::size_t line = 0;
+};
+
 struct trace {
+    int version = 1;      // 1 or 2
     core::config config;  // as read (optional fields unset unless given)
+    std::optional<segment_info> segment;    // v2 only
+    std::vector<snapshot_line> snapshot;    // v2 only: empty, or begin … end
     std::vector<step> steps;
+    std::optional<gap_info> gap;            // v2 only: the last record
+    std::size_t config_line = 0;            // where the config record is
 };
 
 }  // namespace fairpool::trace

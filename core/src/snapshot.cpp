@@ -1,0 +1,336 @@
+// Writing a scheduler's state as snapshot records, and restoring one from them
+// (docs/CONTRACT.md, section 7.2). Restoring refuses, naming the record, any snapshot
+// that no scheduler with the config could be in: what it accepts is a state some run
+// reaches after a step, so every rule the steps rely on holds.
+#include <algorithm>
+#include <string>
+
+#include "fairpool/core/scheduler.hpp"
+
+namespace fairpool::core {
+
+namespace {
+
+using detail::no_index;
+
+constexpr nanos saturating_add(nanos a, nanos b) noexcept { return a > never - b ? never : a + b; }
+constexpr bool reached(nanos due, nanos now) noexcept { return due != never && due <= now; }
+
+// The fields each state uses (section 7.2); the others hold their defaults.
+struct slot_fields {
+    bool expires_at, verified_at, idle_since, idle_seq, granted_at, lease, uses, leak_unreported, keepalive_check;
+};
+
+constexpr slot_fields fields_of(slot_state s) noexcept {
+    switch (s) {
+        case slot_state::idle: return {true, true, true, true, false, false, true, false, false};
+        case slot_state::leased: return {true, false, false, false, true, true, true, true, false};
+        case slot_state::checking: return {true, false, true, true, false, false, true, false, true};
+        case slot_state::resetting: return {true, false, false, false, false, false, true, false, false};
+        default: return {};
+    }
+}
+
+// The record with only the fields its state uses.
+snapshot_slot normalized(snapshot_slot r) noexcept {
+    const slot_fields f = fields_of(r.state);
+    const snapshot_slot defaults{};
+    if (!f.expires_at) r.expires_at = defaults.expires_at;
+    if (!f.verified_at) r.verified_at = 0;
+    if (!f.idle_since) r.idle_since = 0;
+    if (!f.idle_seq) r.idle_seq = 0;
+    if (!f.granted_at) r.granted_at = 0;
+    if (!f.lease) r.lease = 0;
+    if (!f.uses) r.uses = 0;
+    if (!f.leak_unreported) r.leak_unreported = false;
+    if (!f.keepalive_check) r.keepalive_check = false;
+    return r;
+}
+
+[[noreturn]] void refuse(std::size_t record, const std::string& message) { throw snapshot_error(record, message); }
+
+std::string slot_name(std::uint32_t s) { return "slot " + std::to_string(s); }
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------
+// Writing
+
+void scheduler::snapshot(snapshot_sink sink) const {
+    sink(snapshot_begin{now_, last_lease_, highest_waiter_, arrivals_, spawn_failures_in_a_row_, backoff_end_, idle_seq_,
+                        jitter_state_, started_, shutting_down_, closed_});
+    for (std::uint32_t s = 0; s < config_.max_slots; ++s) {
+        const slot_record& slot = slots_[s];
+        if (slot.state == slot_state::empty) continue;
+        sink(normalized({slot.expires_at, slot.verified_at, slot.idle_since, slot.idle_seq, slot.granted_at, slot.lease,
+                         slot.uses, s, slot.state, slot.leak_unreported, slot.keepalive_check}));
+    }
+    for (std::uint32_t s = idle_order_.head; s != no_index; s = idle_links_.next(s)) sink(snapshot_idle{s});
+    for (std::uint32_t h = rotation_.head; h != no_index; h = rotation_links_.next(h))
+        sink(snapshot_handle{handles_[h].id, handles_[h].weight, handles_[h].turn});
+    for (std::uint32_t w = arrivals_order_.head; w != no_index; w = arrival_links_.next(w)) {
+        const waiter_record& waiter = waiters_[w];
+        sink(snapshot_waiter{waiter.id, handles_[waiter.handle].id, waiter.deadline, waiter.arrived_at, waiter.arrival});
+    }
+    for (int c = 0; c < counter_count; ++c)
+        if (const std::uint64_t v = counter_of(stats_, static_cast<counter>(c)); v != 0)
+            sink(snapshot_counter{static_cast<counter>(c), v});
+    for (int b = 0; b < wait_histogram_buckets; ++b)
+        if (const std::uint64_t n = stats_.wait_histogram[static_cast<std::size_t>(b)]; n != 0)
+            sink(snapshot_bucket{static_cast<std::uint32_t>(b), n});
+    sink(snapshot_end{});
+}
+
+std::uint64_t scheduler::snapshot_size() const noexcept {
+    std::uint64_t n = 2 + (config_.max_slots - count(slot_state::empty)) + idle_order_.size + rotation_.size +
+                      arrivals_order_.size;
+    for (int c = 0; c < counter_count; ++c) n += counter_of(stats_, static_cast<counter>(c)) != 0 ? 1 : 0;
+    for (const std::uint64_t bucket : stats_.wait_histogram) n += bucket != 0 ? 1 : 0;
+    return n;
+}
+
+// ---------------------------------------------------------------------------------
+// Restoring
+
+scheduler::scheduler(const config& c, std::span<const snapshot_record> records, std::uint64_t hash_seed)
+    : scheduler(c, hash_seed) {
+    restore(records);
+}
+
+void scheduler::restore(std::span<const snapshot_record> records) {
+    const std::size_t n = records.size();
+    if (n == 0 || !std::holds_alternative<snapshot_begin>(records[0])) refuse(0, "a snapshot starts with `snapshot`");
+    const auto& begin = std::get<snapshot_begin>(records[0]);
+    restore_scalars(begin);
+    std::size_t i = 1;
+    auto kind_is = [&](std::size_t index) { return i < n && records[i].index() == index; };
+
+    // Slots, by index.
+    std::int64_t previous_slot = -1;
+    for (; kind_is(1); ++i) restore_slot(i, std::get<snapshot_slot>(records[i]), previous_slot);
+    restore_leases(i);
+
+    // The idle order.
+    const std::size_t idle_first = i;
+    for (; kind_is(2); ++i) {
+        const std::uint32_t s = std::get<snapshot_idle>(records[i]).slot;
+        if (s >= config_.max_slots || slots_[s].state != slot_state::idle)
+            refuse(i, "idle slot=" + std::to_string(s) + ": not an idle slot");
+        scratch_.push_back(s);
+    }
+    std::sort(scratch_.begin(), scratch_.end());
+    if (std::adjacent_find(scratch_.begin(), scratch_.end()) != scratch_.end())
+        refuse(idle_first, "an idle slot is listed twice");
+    if (scratch_.size() != count(slot_state::idle))
+        refuse(i, "the idle records list " + std::to_string(scratch_.size()) + " of " +
+                      std::to_string(count(slot_state::idle)) + " idle slots");
+    scratch_.clear();
+    for (std::size_t k = idle_first; k < i; ++k) {
+        const std::uint32_t s = std::get<snapshot_idle>(records[k]).slot;
+        if (!idle_order_.empty() && slots_[idle_order_.tail].verified_at > slots_[s].verified_at)
+            refuse(k, "idle slot=" + std::to_string(s) + ": the idle order is by verification, oldest first");
+        idle_links_.push_back(idle_order_, s);
+        restore_idle_bookkeeping(s);
+    }
+
+    // Handles, in rotation order; then waiters, in arrival order.
+    for (; kind_is(3); ++i) restore_handle(i, std::get<snapshot_handle>(records[i]));
+    const waiter_record* last = nullptr;
+    for (; kind_is(4); ++i) last = restore_waiter(i, std::get<snapshot_waiter>(records[i]), last);
+    for (std::uint32_t h = rotation_.head; h != no_index; h = rotation_links_.next(h))
+        if (handles_[h].waiters.empty()) refuse(i, "handle id=" + std::to_string(handles_[h].id) + " has no waiter");
+
+    // Counters and the histogram.
+    int previous_counter = -1;
+    for (; kind_is(5); ++i) {
+        const auto& r = std::get<snapshot_counter>(records[i]);
+        const int c = static_cast<int>(r.name);
+        if (!started_) refuse(i, "a counter before start");
+        if (c >= counter_count) refuse(i, "unknown counter");
+        if (c <= previous_counter) refuse(i, std::string("counter ") + to_string(r.name) + ": out of order or repeated");
+        previous_counter = c;
+        counter_of(stats_, r.name) = r.value;
+    }
+    std::int64_t previous_bucket = -1;
+    std::uint64_t histogram_total = 0;
+    for (; kind_is(6); ++i) {
+        const auto& r = std::get<snapshot_bucket>(records[i]);
+        if (r.index >= wait_histogram_buckets) refuse(i, "wait_bucket index=" + std::to_string(r.index) + ": above 64");
+        if (static_cast<std::int64_t>(r.index) <= previous_bucket)
+            refuse(i, "wait_bucket index=" + std::to_string(r.index) + ": out of order or repeated");
+        previous_bucket = r.index;
+        stats_.wait_histogram[r.index] = r.count;
+        histogram_total += r.count;
+    }
+    if (histogram_total != stats_.grants_immediate + stats_.grants_after_wait)
+        refuse(i, "the wait histogram counts " + std::to_string(histogram_total) + " grants, the counters " +
+                      std::to_string(stats_.grants_immediate + stats_.grants_after_wait));
+    if (i == n) refuse(n, "the snapshot ends without snapshot_end");
+    if (!std::holds_alternative<snapshot_end>(records[i]))
+        refuse(i, "record out of order: a snapshot lists snapshot, slot, idle, handle, waiter, counter, wait_bucket, "
+                  "snapshot_end");
+    if (i + 1 != n) refuse(i + 1, "a record after snapshot_end");
+    check_restored(i);
+}
+
+void scheduler::restore_scalars(const snapshot_begin& b) {
+    if (b.closed && !b.shutting_down) refuse(0, "closed without shutting_down");
+    if (b.shutting_down && !b.started) refuse(0, "shutting_down before start");
+    if (!b.started && (b.now != 0 || b.last_lease != 0 || b.highest_waiter != 0 || b.arrivals != 0 ||
+                       b.spawn_failures_in_a_row != 0 || b.backoff_end != 0 || b.idle_seq != 0 ||
+                       b.jitter_state != config_.jitter_seed))
+        refuse(0, "before start every field is as constructed");
+    if ((b.spawn_failures_in_a_row == 0) != (b.backoff_end == 0))
+        refuse(0, "backoff_end is 0 exactly when spawn_failures_in_a_row is 0");
+    started_ = b.started;
+    shutting_down_ = b.shutting_down;
+    closed_ = b.closed;
+    now_ = b.now;
+    last_lease_ = b.last_lease;
+    highest_waiter_ = b.highest_waiter;
+    arrivals_ = b.arrivals;
+    spawn_failures_in_a_row_ = b.spawn_failures_in_a_row;
+    backoff_end_ = b.backoff_end;
+    idle_seq_ = b.idle_seq;
+    jitter_state_ = b.jitter_state;
+}
+
+void scheduler::restore_slot(std::size_t i, const snapshot_slot& r, std::int64_t& previous) {
+    const std::uint32_t s = r.index;
+    const std::string name = slot_name(s);
+    if (s >= config_.max_slots) refuse(i, name + ": index at or above max_slots");
+    if (static_cast<std::int64_t>(s) <= previous) refuse(i, name + ": out of order or repeated");
+    previous = s;
+    if (!started_) refuse(i, name + ": a slot is live before start");
+    if (r.state == slot_state::empty || static_cast<int>(r.state) >= slot_state_count)
+        refuse(i, name + ": an empty slot is not written");
+    if (!(normalized(r) == r)) refuse(i, name + ": a field its state does not use is not its default");
+    if (r.state == slot_state::checking && config_.check_after_idle == 0 && config_.keepalive_interval == 0)
+        refuse(i, name + ": checking without check_after_idle or keepalive_interval");
+    if (r.state == slot_state::resetting && !config_.reset_on_release) refuse(i, name + ": resetting without reset_on_release");
+    if (r.keepalive_check && config_.keepalive_interval == 0) refuse(i, name + ": a keepalive check without keepalive_interval");
+    if (config_.max_lifetime == 0 && r.expires_at != never) refuse(i, name + ": expires_at without max_lifetime");
+    if (r.granted_at > now_ || r.verified_at > now_ || r.idle_since > now_) refuse(i, name + ": a time after now");
+    if (fields_of(r.state).idle_seq && r.idle_seq >= idle_seq_) refuse(i, name + ": idle_seq not below the snapshot's");
+    const bool worn = config_.max_uses > 0 && r.uses >= config_.max_uses;
+    switch (r.state) {
+        case slot_state::idle:
+            if (r.verified_at < r.idle_since) refuse(i, name + ": verified before its idle time");
+            if (worn) refuse(i, name + ": idle with max_uses reached");
+            if (reached(r.expires_at, now_)) refuse(i, name + ": idle past its lifetime");
+            break;
+        case slot_state::leased:
+            if (r.lease == 0 || r.lease > last_lease_) refuse(i, name + ": lease not in 1..last_lease");
+            if (r.uses == 0 || (config_.max_uses > 0 && r.uses > config_.max_uses))
+                refuse(i, name + ": leased with uses outside 1..max_uses");
+            if (r.leak_unreported && config_.leak_threshold == 0) refuse(i, name + ": an unreported lease without leak_threshold");
+            if (r.leak_unreported && reached(saturating_add(r.granted_at, config_.leak_threshold), now_))
+                refuse(i, name + ": a leak report due at or before now");
+            break;
+        case slot_state::checking:
+        case slot_state::resetting:
+            if (worn) refuse(i, name + ": max_uses reached");
+            break;
+        default: break;
+    }
+    slots_[s] = {r.expires_at, r.verified_at, r.idle_since, r.idle_seq, r.granted_at, r.lease, r.uses,
+                 slot_state::empty, r.leak_unreported, r.keepalive_check};
+    empty_slots_.remove(s);
+    --stats_.slots[static_cast<int>(slot_state::empty)];
+    ++stats_.slots[static_cast<int>(r.state)];
+    slots_[s].state = r.state;
+    if (r.keepalive_check && ++keepalive_checks_ > config_.max_concurrent_checks)
+        refuse(i, name + ": more keepalive checks than max_concurrent_checks");
+    const auto spawning = count(slot_state::spawning);
+    if (spawning > std::min(*config_.max_concurrent_spawns, config_.max_slots))
+        refuse(i, name + ": more spawns than max_concurrent_spawns");
+}
+
+// Lease ids are distinct; unreported leases are ordered by grant, which is lease order.
+void scheduler::restore_leases(std::size_t i) {
+    scratch_.clear();
+    for (std::uint32_t s = 0; s < config_.max_slots; ++s)
+        if (slots_[s].state == slot_state::leased) scratch_.push_back(s);
+    std::sort(scratch_.begin(), scratch_.end(),
+              [this](std::uint32_t a, std::uint32_t b) { return slots_[a].lease < slots_[b].lease; });
+    for (std::size_t k = 1; k < scratch_.size(); ++k)
+        if (slots_[scratch_[k - 1]].lease == slots_[scratch_[k]].lease)
+            refuse(i, "two leased slots hold lease " + std::to_string(slots_[scratch_[k]].lease));
+    for (const std::uint32_t s : scratch_) {
+        if (!slots_[s].leak_unreported) continue;
+        if (!unreported_leases_.empty() && slots_[unreported_leases_.tail].granted_at > slots_[s].granted_at)
+            refuse(i, slot_name(s) + ": leases are granted in lease order");
+        leak_links_.push_back(unreported_leases_, s);
+    }
+    scratch_.clear();
+}
+
+void scheduler::restore_idle_bookkeeping(std::uint32_t s) noexcept {
+    const slot_record& slot = slots_[s];
+    if (config_.max_lifetime > 0) aged_idle_.push(slot.expires_at, s, s);
+    if (by_idle_time_) idle_times_.push(slot.idle_seq, s, s);
+    if (config_.check_after_idle > 0 && first_fresh_ == no_index) first_fresh_ = s;
+}
+
+void scheduler::restore_handle(std::size_t i, const snapshot_handle& r) {
+    const std::string name = "handle id=" + std::to_string(r.id);
+    if (!started_) refuse(i, name + ": a handle before start");
+    if (handle_ids_.find(r.id) != no_index) refuse(i, name + ": repeated");
+    if (free_handles_.empty()) refuse(i, name + ": more handles than max_waiters");
+    if (r.weight == 0 || r.weight > max_weight) refuse(i, name + ": weight outside 1..65535");
+    if (r.turn >= r.weight || (config_.policy == fairness_policy::fifo && r.turn != 0))
+        refuse(i, name + ": turn not below its weight (0 under fifo)");
+    const std::uint32_t h = free_handles_.back();
+    free_handles_.pop_back();
+    handles_[h] = {r.id, r.weight, r.turn, {}};
+    handle_ids_.insert(r.id, h);
+    rotation_links_.push_back(rotation_, h);
+    ++stats_.active_handles;
+}
+
+const scheduler::waiter_record* scheduler::restore_waiter(std::size_t i, const snapshot_waiter& r,
+                                                          const waiter_record* previous) {
+    const std::string name = "waiter id=" + std::to_string(r.id);
+    if (shutting_down_) refuse(i, name + ": queued while shutting down");
+    if (waiter_ids_.find(r.id) != no_index) refuse(i, name + ": repeated");
+    if (r.id > highest_waiter_) refuse(i, name + ": above highest_waiter");
+    const std::uint32_t h = handle_ids_.find(r.handle);
+    if (h == no_index) refuse(i, name + ": handle " + std::to_string(r.handle) + " has no handle record");
+    if (stats_.queued_waiters >= config_.max_waiters) refuse(i, name + ": more waiters than max_waiters");
+    if (handles_[h].waiters.size >= *config_.max_waiters_per_handle)
+        refuse(i, name + ": more waiters of one handle than max_waiters_per_handle");
+    if (r.arrival >= arrivals_ || (previous != nullptr && r.arrival <= previous->arrival))
+        refuse(i, name + ": arrival not increasing, or not below arrivals");
+    if (r.arrived_at > now_ || (previous != nullptr && r.arrived_at < previous->arrived_at))
+        refuse(i, name + ": arrived_at after now, or before the waiter queued before it");
+    if (reached(r.deadline, now_)) refuse(i, name + ": a deadline at or before now");
+    const std::uint32_t w = free_waiters_.back();
+    free_waiters_.pop_back();
+    waiters_[w] = {r.id, r.deadline, r.arrived_at, r.arrival, h};
+    waiter_ids_.insert(r.id, w);
+    arrival_links_.push_back(arrivals_order_, w);
+    handle_links_.push_back(handles_[h].waiters, w);
+    if (r.deadline != never) deadlines_.push(r.deadline, r.arrival, w);
+    ++stats_.queued_waiters;
+    return &waiters_[w];
+}
+
+// What holds after every step, and what the steps' shortcuts rely on.
+void scheduler::check_restored(std::size_t end) {
+    if (closed_ && count(slot_state::empty) != config_.max_slots) refuse(end, "closed with a slot not empty");
+    if (shutting_down_ && !idle_order_.empty()) refuse(end, "idle slots while shutting down");
+    if (shutting_down_ && !closed_ && count(slot_state::empty) == config_.max_slots)
+        refuse(end, "shutting down with every slot empty, yet not closed");
+    if (!arrivals_order_.empty()) {  // invariant 6: only stale idle slots, each waiter covered
+        for (std::uint32_t s = idle_order_.head; s != no_index; s = idle_links_.next(s))
+            if (!stale(s) || uncovered_waiters() > 0) refuse(end, "an idle slot while a waiter is queued (invariant 6)");
+    }
+    if (const nanos due = earliest_time_driven_work(); reached(due, now_))
+        refuse(end, "work is due at or before now (" + std::to_string(due) + ")");
+    if (started_ && !shutting_down_ && reached(backoff_end_, now_) && spawn_budget() > 0)
+        refuse(end, "spawn planning would start a spawn now");
+    due_ = earliest_time_driven_work();
+    spawn_inputs_changed_ = true;  // plan_spawns is a no-op now, or waits for the backoff
+}
+
+}  // namespace fairpool::core
