@@ -30,9 +30,17 @@ void active_handles(benchmark::State& state) {
     queued(state, active_handles_waiters, static_cast<std::uint64_t>(state.range(0)));
 }
 
+void snapshot(benchmark::State& state) {
+    snapshot_scenario s(static_cast<std::uint64_t>(state.range(0)));
+    for (auto _ : state) s.iteration();
+    state.counters["records"] = static_cast<double>(s.records());
+    state.SetItemsProcessed(state.iterations());
+}
+
 }  // namespace
 
 BENCHMARK(cycle);
 BENCHMARK(queued_waiters)->Arg(10)->Arg(1'000)->Arg(100'000);
 BENCHMARK(active_handles)->Arg(1)->Arg(100)->Arg(10'000);
+BENCHMARK(snapshot)->Arg(10)->Arg(100'000);
 BENCHMARK_MAIN();

@@ -24,7 +24,7 @@ template <class Scenario>
 
 int usage() {
     std::fprintf(stderr, "usage: core_instructions cycle ITERATIONS | queued_waiters N ITERATIONS | "
-                         "active_handles H ITERATIONS\n");
+                         "active_handles H ITERATIONS | snapshot N ITERATIONS\n");
     return 2;
 }
 
@@ -37,6 +37,11 @@ int main(int argc, char** argv) {
     if (scenario == "cycle" && argc == 3) {
         cycle_scenario s;
         measured(s, number(2));
+        return 0;
+    }
+    if (scenario == "snapshot" && argc == 4) {
+        snapshot_scenario s(number(2));
+        measured(s, number(3));
         return 0;
     }
     if ((scenario == "queued_waiters" || scenario == "active_handles") && argc == 4) {

@@ -3,7 +3,8 @@
 counted by callgrind, as bench rows on stdout (one JSON object per line, like
 core_rows.py): {"scenario", "design": "fairpool", "metric", "value", "unit"}.
 
-Only calls of scheduler::step are counted (callgrind --toggle-collect), so building
+Only calls of scheduler::step (scheduler::snapshot for the snapshot rows) are counted
+(callgrind --toggle-collect), so building
 the events and reading the effects are left out; each scenario runs N and 2N
 iterations and the difference is divided by N, which also cancels the set-up steps.
 Instruction counts do not depend on the machine's load, unlike time.
@@ -37,6 +38,14 @@ def main():
         metric = "instructions_per_cycle" if name == "cycle" else "instructions_per_handoff"
         print(json.dumps({"scenario": "core/" + key.replace("/", "="), "design": "fairpool",
                           "metric": metric, "value": round(per[key], 1), "unit": "instructions"}))
+    # A whole snapshot (scheduler::snapshot only), of 10 and of 100,000 queued waiters.
+    for waiters, iterations in (("10", 10_000), ("100000", 5)):
+        args = ["snapshot", waiters]
+        once = instructions([program, *args, str(iterations)], toggle_collect="fairpool::core::scheduler::snapshot*")
+        twice = instructions([program, *args, str(2 * iterations)], toggle_collect="fairpool::core::scheduler::snapshot*")
+        print(json.dumps({"scenario": "core/snapshot=" + waiters, "design": "fairpool",
+                          "metric": "instructions_per_snapshot", "value": round((twice - once) / iterations, 1),
+                          "unit": "instructions"}))
     for series in ("queued_waiters", "active_handles"):
         values = [v for k, v in per.items() if k.startswith(series + "/")]
         print(json.dumps({"scenario": "core/" + series, "design": "fairpool",

@@ -24,7 +24,7 @@ def main(path):
         if b["time_unit"] != "ns":
             sys.exit(f"core_rows.py: expected ns, got {b['time_unit']} for {name}")
     for name, value in medians.items():
-        metric = "ns_per_cycle" if name == "cycle" else "ns_per_handoff"
+        metric = {"cycle": "ns_per_cycle", "snapshot": "ns_per_snapshot"}.get(name.split("/")[0], "ns_per_handoff")
         print(json.dumps({"scenario": "core/" + name.replace("/", "="), "design": "fairpool",
                           "metric": metric, "value": round(value, 2), "unit": "ns"}))
     for series in ("queued_waiters", "active_handles"):

@@ -8,8 +8,11 @@
 //                         to the next waiter) + a new acquire that queues at the back
 //   active_handles/H      the same, with 20,000 waiters spread over H handles in the
 //                         round-robin rotation
+//   snapshot/N            a whole snapshot (section 7.2) of the queued_waiters/N state,
+//                         written into a preallocated buffer, as a recorder does
 #include <array>
 #include <cstdint>
+#include <vector>
 
 #include "fairpool/core/scheduler.hpp"
 
@@ -80,6 +83,7 @@ public:
 
     // The depth never drifts: every iteration hands one slot over and queues one waiter.
     [[nodiscard]] bool steady() const { return s_.counters().queued_waiters == waiters_; }
+    [[nodiscard]] const core::scheduler& scheduler() const { return s_; }
 
 private:
     static core::config config(std::uint64_t waiters) {
@@ -97,6 +101,25 @@ private:
     core::nanos now_ = 2;
     std::uint64_t waiter_ = 1;
     std::uint32_t next_slot_ = 0;
+};
+
+class snapshot_scenario {
+public:
+    explicit snapshot_scenario(std::uint64_t waiters) : state_(waiters, 16) {
+        records_.reserve(core::max_snapshot_records(state_.scheduler().configuration()));
+    }
+
+    void iteration() {
+        records_.clear();
+        auto keep = [this](const core::snapshot_record& r) { records_.push_back(r); };
+        state_.scheduler().snapshot(keep);
+    }
+
+    [[nodiscard]] std::size_t records() const { return records_.size(); }
+
+private:
+    queued_scenario state_;
+    std::vector<core::snapshot_record> records_;
 };
 
 inline constexpr std::uint64_t active_handles_waiters = 20'000;
