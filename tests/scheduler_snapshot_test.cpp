@@ -245,6 +245,12 @@ TEST_F(refusal, ATurnNotBelowItsWeight) {
     expect_refused(index_of(nth<snapshot_handle>(0)), "handle id=8: turn not below its weight (0 under fifo)");
 }
 
+TEST_F(refusal, ATurnBehindTheFront) {
+    nth<snapshot_handle>(1).weight = 2;
+    nth<snapshot_handle>(1).turn = 1;
+    expect_refused(index_of(nth<snapshot_handle>(1)), "handle id=9: a turn in progress behind the front of the rotation");
+}
+
 TEST_F(refusal, AWeightOutOfRange) {
     nth<snapshot_handle>(0).weight = 65536;
     expect_refused(index_of(nth<snapshot_handle>(0)), "handle id=8: weight outside 1..65535");

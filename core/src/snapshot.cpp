@@ -280,6 +280,7 @@ void scheduler::restore_handle(std::size_t i, const snapshot_handle& r) {
     if (r.weight == 0 || r.weight > max_weight) refuse(i, name + ": weight outside 1..65535");
     if (r.turn >= r.weight || (config_.policy == fairness_policy::fifo && r.turn != 0))
         refuse(i, name + ": turn not below its weight (0 under fifo)");
+    if (!rotation_.empty() && r.turn != 0) refuse(i, name + ": a turn in progress behind the front of the rotation");
     const std::uint32_t h = free_handles_.back();
     free_handles_.pop_back();
     handles_[h] = {r.id, r.weight, r.turn, {}};
