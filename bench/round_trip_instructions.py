@@ -13,10 +13,11 @@ depend on the machine's load, unlike time.
 import json
 import sys
 
-from callgrind import instructions
+from callgrind import instructions, instructions_by_thread
 
 DESIGNS = ["fairpool", "mutex_condvar", "servicing_task", "notify_retry", "channel"]
 CHECKING = "fairpool_check_after_idle"  # bench/scenarios/scenarios.hpp: checking_design
+RECORDING = "fairpool_recorder"  # bench/scenarios/scenarios.hpp: recording_design
 
 
 def collected(program, design, cycles):
@@ -35,6 +36,20 @@ def main():
     per = (collected(program, CHECKING, 2 * n) - collected(program, CHECKING, n)) / n
     print(json.dumps({"scenario": "round_trip/check_after_idle", "design": "fairpool",
                       "metric": "instructions_per_cycle", "value": round(per, 1), "unit": "instructions"}))
+    # fairpool with the flight recorder on: the pool's thread (the actor's copy into the
+    # ring) apart from the recorder's writer thread (formatting and writing the files)
+    off = instructions_by_thread([program, "--round-trip-cycles", "fairpool", str(n)]), \
+        instructions_by_thread([program, "--round-trip-cycles", "fairpool", str(2 * n)])
+    on = instructions_by_thread([program, "--round-trip-cycles", RECORDING, str(n)]), \
+        instructions_by_thread([program, "--round-trip-cycles", RECORDING, str(2 * n)])
+    pool_off = (off[1][0] - off[0][0]) / n
+    pool_on = (on[1][0] - on[0][0]) / n
+    writer = (sum(on[1][1:]) - sum(on[0][1:])) / n
+    for metric, value, unit in [("instructions_per_cycle", pool_on, "instructions"),
+                                ("pool_thread_vs_off", pool_on / pool_off, "ratio"),
+                                ("writer_instructions_per_cycle", writer, "instructions")]:
+        print(json.dumps({"scenario": "round_trip/recorder", "design": "fairpool", "metric": metric,
+                          "value": round(value, 3 if unit == "ratio" else 1), "unit": unit}))
 
 
 if __name__ == "__main__":

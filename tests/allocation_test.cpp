@@ -3,9 +3,11 @@
 // test relies on being allocation-free too, once made).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <new>
+#include <vector>
 
 #include "fairpool/core/scheduler.hpp"
 #include "support/event_generator.hpp"
@@ -105,6 +107,53 @@ TEST(allocation, a_copied_scheduler_allocates_nothing_either) {
         events.observe(e, copy.step(e));
     }
     EXPECT_EQ(allocations.load() - before, 0u);
+}
+
+// Section 7.2: a snapshot into a preallocated buffer allocates nothing (the recorder
+// takes one after a gap, on the actor), writes snapshot_size() records and never more
+// than max_snapshot_records(config).
+TEST(allocation, snapshots_into_a_preallocated_buffer_allocate_nothing) {
+    core::config c;
+    c.max_slots = 6;
+    c.min_slots = 1;
+    c.max_waiters = 32;
+    c.max_waiters_per_handle = 12;
+    c.acquire_timeout = 600;
+    c.idle_timeout = 400;
+    c.max_lifetime = 5000;
+    c.max_lifetime_jitter = 2000;
+    c.check_after_idle = 40;
+    c.keepalive_interval = 150;
+    c.reset_on_release = true;
+    c.leak_threshold = 300;
+    core::scheduler s(c, 5);
+    const std::uint64_t capacity = core::max_snapshot_records(s.configuration());
+    std::vector<core::snapshot_record> buffer(static_cast<std::size_t>(capacity));
+    std::size_t written = 0;
+    auto put = [&](const core::snapshot_record& r) {
+        if (written < buffer.size()) buffer[written] = r;
+        ++written;
+    };
+    event_generator events(c, 100'000);
+    seeded_choices choices(17);
+    std::size_t largest = 0;
+    std::uint64_t snapshots = 0;
+    const std::uint64_t before = allocations.load();
+    for (int i = 0; i < 100'000; ++i) {
+        const core::event e = events.next(s, choices);
+        events.observe(e, s.step(e));
+        if (i % 37 != 0) continue;
+        written = 0;
+        s.snapshot(put);
+        ++snapshots;
+        if (written != s.snapshot_size() || written > capacity) break;
+        largest = std::max(largest, written);
+    }
+    EXPECT_EQ(allocations.load() - before, 0u);
+    EXPECT_EQ(written, s.snapshot_size());
+    EXPECT_LE(written, capacity);
+    EXPECT_EQ(snapshots, 100'000u / 37 + 1) << "stopped early: a snapshot wrote more than snapshot_size() or capacity";
+    EXPECT_GT(largest, 2 + c.max_slots) << "the snapshots must hold waiters and handles too";
 }
 
 }  // namespace

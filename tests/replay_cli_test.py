@@ -162,9 +162,118 @@ def minimize_shrinks_a_planted_failure_to_a_handful():
     print(f"    keep-dead: {events} events shrunk to {len(kept)}: {' | '.join(l.strip() for l in kept)}")
 
 
+# ---- Segments (section 7.2): chains, gaps, minimizing from a snapshot ----------------
+
+def long_trace(seed, events):
+    made = subprocess.run([sim, "--seed", str(seed), "--events", str(events), "--trace-always", "--out", scratch,
+                           "--quiet"], capture_output=True, text=True)
+    assert made.returncode == 0, made.stdout + made.stderr
+    return os.path.join(scratch, f"fairpool-sim-{seed}.trace")
+
+
+def split(trace, events, name):
+    directory = os.path.join(scratch, name)
+    if os.path.isdir(directory):
+        for f in os.listdir(directory):
+            os.remove(os.path.join(directory, f))
+    out = run("--split", str(events), directory, trace)
+    assert out.returncode == 0, out.stdout + out.stderr
+    return directory, [os.path.join(directory, f) for f in sorted(os.listdir(directory))]
+
+
+def lines_of(path):
+    with open(path) as f:
+        return f.read().splitlines()
+
+
+def three_segments():
+    """A long simulated run cut into three segments: (whole trace, its events, directory, segment files)."""
+    whole = long_trace(23, 600)
+    events = sum(1 for line in lines_of(whole) if line.startswith("@"))
+    directory, segments = split(whole, (events + 2) // 3, "chain")
+    return whole, events, directory, segments
+
+
+def chain_of_three_segments_replays_as_the_whole_trace():
+    whole, events, directory, segments = three_segments()
+    assert [os.path.basename(f) for f in segments] == [f"segment-0000000{i}.trace" for i in range(3)], segments
+    for i, segment in enumerate(segments):
+        text = lines_of(segment)
+        assert text[0] == "fairpool-trace v2" and text[2].startswith(f"segment number={i} events_before="), text[:3]
+        assert text[3].startswith("snapshot now="), text[3]
+        assert run("--check", segment).returncode == 0, f"segment {i} on its own"
+    check = run("--check", directory)
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert check.stdout.strip() == (f"{segments[0]} … {segments[2]} (3 segments): ok, {events} events and "
+                                    f"{sum(1 for line in lines_of(whole) if line.startswith('= '))} effects as recorded"), check.stdout
+    assert run("--check", *segments).stdout == check.stdout, "a list of files is the same chain"
+    assert run("--invariants", directory).returncode == 0
+    # Merged, the chain is the whole trace from segment 0's (fresh) snapshot: the same events and effects.
+    merged = run(directory).stdout.splitlines()
+    original = run(whole).stdout.splitlines()
+    assert merged[merged.index("snapshot_end") + 1:] == original[2:], "the chain replays as the whole trace"
+    stats = run("--stats", directory)
+    assert stats.returncode == 0 and f"(3 segments): {events} events" in stats.stdout, stats.stdout
+    assert run("--stats", whole).stdout.split("\n", 1)[1].split("\n", 1)[0] in stats.stdout
+
+
+def broken_chains_are_refused_with_the_line_that_breaks_them():
+    segments = three_segments()[3]
+    missing = run("--check", segments[0], segments[2])
+    assert missing.returncode == 2 and missing.stderr.strip() == (
+        f"{segments[2]}:3: segment 2 follows segment 0 ({segments[0]}): segments must be consecutive"), missing.stderr
+    text = lines_of(segments[1])
+    line = next(i for i, l in enumerate(text) if l.startswith("counter name=acquires "))
+    recorded = int(text[line].split("value=")[1])
+    text[line] = f"counter name=acquires value={recorded + 1}"
+    altered = write("altered-segment-00000001.trace", "\n".join(text) + "\n")
+    expected = (f"{altered}:{line + 1}: segment 1 does not continue segment 0: its snapshot has "
+                f"`counter name=acquires value={recorded + 1}`, the state after segment 0 ({segments[0]}) has "
+                f"`counter name=acquires value={recorded}`")
+    out = run("--check", segments[0], altered, segments[2])
+    assert out.returncode == 1 and out.stderr.strip() == expected and not out.stdout, out
+    out = run(segments[0], altered, segments[2])
+    assert out.returncode == 2 and out.stderr.strip() == expected and not out.stdout, out
+    assert run("--check", altered).returncode == 0, "alone, the altered segment is a valid trace"
+
+
+def gaps_are_never_replayed_across():
+    _, events, _, segments = three_segments()
+    text = lines_of(segments[0])
+    with_gap = write("gap-segment-00000000.trace", "\n".join(text + ["gap events=5"]) + "\n")
+    out = run("--check", with_gap, segments[1])
+    assert out.returncode == 2 and not out.stdout, out
+    assert out.stderr.strip() == (f"{with_gap}:{len(text) + 1}: gap: 5 events were lost here; the recording cannot "
+                                  "be replayed across it"), out.stderr
+    alone = run("--check", with_gap)
+    assert alone.returncode == 0 and f"ok, {(events + 2) // 3} events" in alone.stdout, alone
+    assert alone.stderr.strip() == (f"{with_gap}:{len(text) + 1}: gap: 5 events were lost after this point; "
+                                    "nothing after it was recorded"), alone.stderr
+    printed = run(with_gap)
+    assert printed.returncode == 0 and printed.stdout.splitlines()[-1] == "gap events=5", printed.stdout[-200:]
+
+
+def minimize_starts_from_a_snapshot():
+    _, segments = split(long_trace(7, 5000), 1000, "planted")
+    failing = next(f for f in segments[1:] if run("--invariants", "--fault", "reuse-dirty", f).returncode == 1)
+    snapshot = [l for l in lines_of(failing) if not l.startswith(("@", "=", "!", "segment"))]
+    snapshot = snapshot[:snapshot.index("snapshot_end") + 1]
+    small = os.path.join(scratch, "minimized-from-snapshot.trace")
+    out = run("--fault", "reuse-dirty", "--minimize", small, failing)
+    assert out.returncode == 0, out.stdout + out.stderr
+    shrunk = lines_of(small)
+    assert shrunk[:len(snapshot)] == snapshot, "the output starts from the segment's config and snapshot"
+    events = [l for l in shrunk if l.startswith("@")]
+    assert 0 < len(events) <= 10, events
+    assert run("--invariants", "--fault", "reuse-dirty", small).returncode == 1, "still failing"
+    assert run("--invariants", small).returncode == 0, "only because of the planted fault"
+
+
 cases = [events_only_trace_prints_canonically_and_checks, changed_effect_fails_check_at_its_line,
          missing_and_extra_effects_and_errors_fail_check, unreadable_input_exits_2, stats_report_fairness,
-         stats_report_checks_and_resets, minimize_shrinks_a_planted_failure_to_a_handful]
+         stats_report_checks_and_resets, minimize_shrinks_a_planted_failure_to_a_handful,
+         chain_of_three_segments_replays_as_the_whole_trace, broken_chains_are_refused_with_the_line_that_breaks_them,
+         gaps_are_never_replayed_across, minimize_starts_from_a_snapshot]
 failed = 0
 for case in cases:
     try:

@@ -18,6 +18,8 @@
 
 #include "fairpool/core/config.hpp"
 #include "fairpool/core/event.hpp"
+#include "fairpool/core/scheduler.hpp"
+#include "fairpool/core/snapshot.hpp"
 #include "fairpool/trace/format.hpp"
 #include "fairpool/trace/read.hpp"
 #include "fairpool/trace/write.hpp"
@@ -380,21 +382,21 @@ TEST(trace_read, stream_with_exceptions_enabled_neither_throws_nor_changes_the_r
 // ---- Header and config -------------------------------------------------------------
 
 TEST(trace_read, missing_header_is_reported_on_the_line_after_the_last) {
-    EXPECT_EQ(error(""), "1: expected header 'fairpool-trace v1', found end of file");
-    EXPECT_EQ(error("\n"), "2: expected header 'fairpool-trace v1', found end of file");
-    EXPECT_EQ(error("# nothing but a comment\n\n"), "3: expected header 'fairpool-trace v1', found end of file");
-    EXPECT_EQ(error("# no newline at the end"), "2: expected header 'fairpool-trace v1', found end of file");
+    EXPECT_EQ(error(""), "1: expected header 'fairpool-trace v1' or 'fairpool-trace v2', found end of file");
+    EXPECT_EQ(error("\n"), "2: expected header 'fairpool-trace v1' or 'fairpool-trace v2', found end of file");
+    EXPECT_EQ(error("# nothing but a comment\n\n"), "3: expected header 'fairpool-trace v1' or 'fairpool-trace v2', found end of file");
+    EXPECT_EQ(error("# no newline at the end"), "2: expected header 'fairpool-trace v1' or 'fairpool-trace v2', found end of file");
 }
 
 TEST(trace_read, wrong_header_is_refused) {
-    EXPECT_EQ(error("config\n"), "1: expected header 'fairpool-trace v1', found 'config'");
-    EXPECT_EQ(error("# c\nfairpool-trace v2\nconfig\n"),
-              "2: expected header 'fairpool-trace v1', found 'fairpool-trace v2'");
-    EXPECT_EQ(error("fairpool-trace\n"), "1: expected header 'fairpool-trace v1', found 'fairpool-trace'");
-    EXPECT_EQ(error("fairpool-trace v1 v1\n"), "1: expected header 'fairpool-trace v1', found 'fairpool-trace v1 v1'");
-    EXPECT_EQ(error("Fairpool-Trace V1\n"), "1: expected header 'fairpool-trace v1', found 'Fairpool-Trace V1'");
-    EXPECT_EQ(error("fairpool-trace-v1\n"), "1: expected header 'fairpool-trace v1', found 'fairpool-trace-v1'");
-    EXPECT_EQ(error("@0 start\n"), "1: expected header 'fairpool-trace v1', found '@0 start'");
+    EXPECT_EQ(error("config\n"), "1: expected header 'fairpool-trace v1' or 'fairpool-trace v2', found 'config'");
+    EXPECT_EQ(error("# c\nfairpool-trace v3\nconfig\n"),
+              "2: expected header 'fairpool-trace v1' or 'fairpool-trace v2', found 'fairpool-trace v3'");
+    EXPECT_EQ(error("fairpool-trace\n"), "1: expected header 'fairpool-trace v1' or 'fairpool-trace v2', found 'fairpool-trace'");
+    EXPECT_EQ(error("fairpool-trace v1 v1\n"), "1: expected header 'fairpool-trace v1' or 'fairpool-trace v2', found 'fairpool-trace v1 v1'");
+    EXPECT_EQ(error("Fairpool-Trace V1\n"), "1: expected header 'fairpool-trace v1' or 'fairpool-trace v2', found 'Fairpool-Trace V1'");
+    EXPECT_EQ(error("fairpool-trace-v1\n"), "1: expected header 'fairpool-trace v1' or 'fairpool-trace v2', found 'fairpool-trace-v1'");
+    EXPECT_EQ(error("@0 start\n"), "1: expected header 'fairpool-trace v1' or 'fairpool-trace v2', found '@0 start'");
 }
 
 TEST(trace_read, missing_config_is_refused) {
@@ -802,6 +804,140 @@ TEST(trace_read, every_malformed_corpus_file_is_refused_with_the_line_and_messag
         const std::string text{std::istreambuf_iterator<char>(whole), std::istreambuf_iterator<char>()};
         EXPECT_EQ(error(text), std::to_string(expected->line) + ": " + expected->message);
     }
+}
+
+// ---- Trace format v2: segment, snapshot, gap (section 7.2) -------------------------
+
+TEST(trace_format_v2, every_snapshot_record_is_printed_with_its_fields_in_contract_order) {
+    core::snapshot_begin b;
+    b.now = 5000, b.started = true, b.last_lease = 7, b.highest_waiter = 12, b.arrivals = 9, b.idle_seq = 6;
+    EXPECT_EQ(format(core::snapshot_record(b)),
+              "snapshot now=5000 started=true shutting_down=false closed=false last_lease=7 highest_waiter=12 "
+              "arrivals=9 spawn_failures_in_a_row=0 backoff_end=0 idle_seq=6 jitter_state=0");
+    core::snapshot_slot slot;
+    slot.index = 1, slot.state = core::slot_state::checking, slot.idle_since = 4500, slot.idle_seq = 6;
+    slot.uses = 2, slot.keepalive_check = true;
+    EXPECT_EQ(format(core::snapshot_record(slot)),
+              "slot index=1 state=checking expires_at=18446744073709551615 verified_at=0 idle_since=4500 idle_seq=6 "
+              "granted_at=0 lease=0 uses=2 leak_unreported=false keepalive_check=true");
+    EXPECT_EQ(format(core::snapshot_record(core::snapshot_idle{3})), "idle slot=3");
+    EXPECT_EQ(format(core::snapshot_record(core::snapshot_handle{2, 3, 1})), "handle id=2 weight=3 turn=1");
+    EXPECT_EQ(format(core::snapshot_record(core::snapshot_waiter{3, 1, 500, 10, 2})),
+              "waiter id=3 handle=1 arrived_at=10 arrival=2 deadline=500");
+    EXPECT_EQ(format(core::snapshot_record(core::snapshot_waiter{3, 1, core::never, 10, 2})),
+              "waiter id=3 handle=1 arrived_at=10 arrival=2");
+    EXPECT_EQ(format(core::snapshot_record(core::snapshot_counter{core::counter::rejections_deregistered, 4})),
+              "counter name=rejections_deregistered value=4");
+    EXPECT_EQ(format(core::snapshot_record(core::snapshot_bucket{64, 9})), "wait_bucket index=64 count=9");
+    EXPECT_EQ(format(core::snapshot_record(core::snapshot_end{})), "snapshot_end");
+}
+
+TEST(trace_format_v2, every_counter_has_its_contract_name) {
+    const char* const names[] = {
+        "acquires", "grants_immediate", "grants_after_wait", "rejections_saturated", "rejections_timeout",
+        "rejections_cancelled", "rejections_deregistered", "rejections_closed", "spawns", "spawn_failures",
+        "retirements_dirty", "retirements_max_uses", "retirements_max_lifetime", "retirements_idle",
+        "retirements_died", "retirements_shutdown", "retirements_reset_failed", "leaks_suspected",
+        "checks_started", "checks_passed", "checks_failed", "resets_started", "resets_failed"};
+    ASSERT_EQ(std::size(names), static_cast<std::size_t>(core::counter_count));
+    for (int i = 0; i < core::counter_count; ++i)
+        EXPECT_STREQ(core::to_string(static_cast<core::counter>(i)), names[i]);
+}
+
+// A v2 trace of the state `events` leave a scheduler with this config in, then `after`.
+trace v2_trace_of(const core::config& c, const std::vector<event>& events, const std::vector<event>& after) {
+    core::scheduler s(c, 1);
+    for (const event& e : events) (void)s.step(e);
+    trace t;
+    t.version = 2;
+    t.config = c;
+    t.segment = segment_info{4, events.size(), 0};
+    auto put = [&t](const core::snapshot_record& r) { t.snapshot.push_back(snapshot_line{r, 0}); };
+    s.snapshot(put);
+    for (const event& e : after) {
+        const core::step_result r = s.step(e);
+        step st;
+        st.event = e;
+        for (const effect& f : r.effects) st.effects.push_back(recorded_effect{f, 0});
+        if (!r.ok()) st.error = r.error;
+        t.steps.push_back(st);
+    }
+    t.gap = gap_info{17, 0};
+    return t;
+}
+
+// Writes, reads back, and checks every v2 record and its line; writing again gives the same text.
+void expect_round_trip(const trace& t) {
+    const std::string text = written(t);
+    const trace back = parsed(text);
+    EXPECT_EQ(back.version, 2);
+    ASSERT_TRUE(back.segment);
+    EXPECT_EQ(back.segment->number, t.segment->number);
+    EXPECT_EQ(back.segment->events_before, t.segment->events_before);
+    EXPECT_EQ(back.segment->line, 3u);
+    ASSERT_EQ(back.snapshot.size(), t.snapshot.size());
+    for (std::size_t i = 0; i < t.snapshot.size(); ++i) {
+        EXPECT_TRUE(back.snapshot[i].record == t.snapshot[i].record) << format(t.snapshot[i].record);
+        EXPECT_EQ(back.snapshot[i].line, 4 + i);
+    }
+    ASSERT_EQ(back.steps.size(), t.steps.size());
+    ASSERT_TRUE(back.gap);
+    EXPECT_EQ(back.gap->events, 17u);
+    EXPECT_EQ(back.gap->line, static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n')));
+    EXPECT_EQ(written(back), text);
+}
+
+bool has_record(const trace& t, std::size_t variant_index) {
+    return std::any_of(t.snapshot.begin(), t.snapshot.end(),
+                       [&](const snapshot_line& s) { return s.record.index() == variant_index; });
+}
+
+TEST(trace_format_v2, a_snapshot_with_idle_and_leased_slots_counters_and_buckets_reads_back_as_written) {
+    core::config c;
+    c.max_slots = 2, c.min_slots = 2, c.max_lifetime = 1'000'000'000, c.leak_threshold = 1'000'000;
+    const trace t = v2_trace_of(c,
+                                {event::start(0), event::spawned(10, 0), event::spawned(11, 1),
+                                 event::acquire(20, 1, 7)},
+                                {event::release(30, 0, 1, core::release_outcome::clean), event::tick(40)});
+    for (const std::size_t kind : {0u, 1u, 2u, 5u, 6u, 7u}) EXPECT_TRUE(has_record(t, kind)) << kind;
+    expect_round_trip(t);
+}
+
+TEST(trace_format_v2, a_snapshot_with_waiters_deadlines_and_turns_reads_back_as_written) {
+    core::config c;
+    c.max_slots = 1, c.min_slots = 1;
+    const trace t = v2_trace_of(c,
+                                {event::start(0), event::spawned(10, 0), event::acquire(20, 1, 1),
+                                 event::acquire(21, 2, 1, std::nullopt, 2), event::acquire(22, 3, 2, 1000),
+                                 event::acquire(23, 4, 1), event::release(30, 0, 1, core::release_outcome::clean)},
+                                {event::tick(1000), event::release(1100, 0, 9, core::release_outcome::clean)});
+    EXPECT_TRUE(has_record(t, 3) && has_record(t, 4));
+    const auto turn = std::find_if(t.snapshot.begin(), t.snapshot.end(), [](const snapshot_line& s) {
+        const auto* h = std::get_if<core::snapshot_handle>(&s.record);
+        return h && h->turn > 0;
+    });
+    EXPECT_NE(turn, t.snapshot.end()) << "a handle mid-turn";
+    expect_round_trip(t);
+}
+
+TEST(trace_format_v2, a_v2_trace_without_snapshot_or_segment_reads_back_as_v2) {
+    const std::string text = "fairpool-trace v2\n" + canonical_example.substr(canonical_example.find('\n') + 1);
+    const trace t = parsed(text);
+    EXPECT_EQ(t.version, 2);
+    EXPECT_FALSE(t.segment);
+    EXPECT_TRUE(t.snapshot.empty());
+    EXPECT_FALSE(t.gap);
+    EXPECT_EQ(written(t), text);
+}
+
+TEST(trace_format_v2, a_snapshot_the_core_refuses_is_a_read_error_at_the_record_it_names) {
+    const std::string head = "fairpool-trace v2\nconfig max_slots=2\n";
+    const std::string begin =
+        "snapshot now=0 started=true shutting_down=false closed=false last_lease=0 highest_waiter=0 arrivals=0 "
+        "spawn_failures_in_a_row=0 backoff_end=0 idle_seq=0 jitter_state=0\n";
+    EXPECT_EQ(error(head + begin + "snapshot_end\n@0 start\n"), "no error");
+    EXPECT_EQ(error(head + begin + "counter name=spawns value=1\ncounter name=spawns value=2\nsnapshot_end\n"),
+              "5: snapshot: counter spawns: out of order or repeated");
 }
 
 }  // namespace

@@ -3,18 +3,20 @@
 #include <algorithm>
 #include <boost/asio/awaitable.hpp>
 #include <cstdio>
+#include <cstdlib>
+#include <unistd.h>
 #include <thread>
 
 namespace fairpool_bench {
 
 std::unique_ptr<fairpool_design::pool_type> fairpool_design::make(asio::io_context& io, std::size_t size,
-                                                                  std::ostream* recorder,
+                                                                  const fairpool::recorder_options* recording,
                                                                   std::uint64_t check_after_idle) {
     fairpool::pool_options o;
     o.scheduler.max_slots = static_cast<std::uint32_t>(size);
     o.scheduler.min_slots = static_cast<std::uint32_t>(size);
     o.scheduler.check_after_idle = check_after_idle;
-    o.recorder = recorder;
+    if (recording != nullptr) o.recording = *recording;
     auto next = std::make_shared<int>(0);
     fairpool::resource_hooks<connection> hooks{
         .create = [next]() -> asio::awaitable<connection> { co_return connection{(*next)++}; },
@@ -25,6 +27,31 @@ std::unique_ptr<fairpool_design::pool_type> fairpool_design::make(asio::io_conte
     io.run();  // prewarm: every slot spawned
     io.restart();
     return p;
+}
+
+const std::filesystem::path& recording_directory() {
+    static const std::filesystem::path dir = [] {
+        const char* tmp = std::getenv("TMPDIR");
+        std::string pattern = std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/fairpool-bench-XXXXXX";
+        if (::mkdtemp(pattern.data()) == nullptr) {
+            std::perror("mkdtemp");
+            std::exit(1);
+        }
+        std::atexit([] { std::filesystem::remove_all(recording_directory()); });
+        return std::filesystem::path(pattern);
+    }();
+    return dir;
+}
+
+fairpool::recorder_options bench_recorder_options() {
+    fairpool::recorder_options r;
+    r.directory = recording_directory() / "recording";
+    return r;
+}
+
+std::unique_ptr<fairpool_design::pool_type> fairpool_recording_design::make(asio::io_context& io, std::size_t size) {
+    const fairpool::recorder_options r = bench_recorder_options();
+    return fairpool_design::make(io, size, &r);
 }
 
 std::vector<connection> make_connections(std::size_t n) {

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <type_traits>
@@ -62,10 +63,23 @@ struct fairpool_design {
     using pool_type = fairpool::pool<connection>;
     // check_after_idle > 0: a check hook that answers alive at once, so what is measured
     // is the pool's own cost of a check on checkout, not a backend's round trip.
-    static std::unique_ptr<pool_type> make(asio::io_context& io, std::size_t size, std::ostream* recorder = nullptr,
+    // `recording`: the flight recorder on, with these options.
+    static std::unique_ptr<pool_type> make(asio::io_context& io, std::size_t size,
+                                           const fairpool::recorder_options* recording = nullptr,
                                            std::uint64_t check_after_idle = 0);
     static auto source(pool_type& p) { return p.make_handle(); }
 };
+
+// fairpool with the flight recorder on as a production pool would run it: the default
+// recorder_options (a ring of 65,536 records, segments of 100,000 events, 8 kept, the
+// writer waking every 10 ms) writing into recording_directory() on local disk.
+struct fairpool_recording_design : fairpool_design {
+    static std::unique_ptr<pool_type> make(asio::io_context& io, std::size_t size);
+};
+
+// A scratch directory under TMPDIR (or /tmp), made on first use, removed at exit.
+const std::filesystem::path& recording_directory();
+fairpool::recorder_options bench_recorder_options();
 
 std::vector<connection> make_connections(std::size_t n);
 

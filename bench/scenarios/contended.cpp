@@ -75,6 +75,21 @@ void scenario_grid(int reps, int cycles) {
                     per_drain[d].push_back(costs.commands_per_drain);
                     waits[d].insert(waits[d].end(), run.waits.begin(), run.waits.end());
                 });
+            // fairpool with the flight recorder on, beside it (its rows: NAME/recorder).
+            std::vector<double> recorded_totals;
+            std::vector<std::int64_t> recorded_waits;
+            for (int r = 0; r < reps; ++r) {
+                counted_run run(n);
+                contended_once<fairpool_recording_design>(size, workers, cycles, 2, run);
+                recorded_totals.push_back(static_cast<double>(ns_between(run.start, run.end)) / 1000.0);
+                recorded_waits.insert(recorded_waits.end(), run.waits.begin(), run.waits.end());
+            }
+            std::sort(recorded_waits.begin(), recorded_waits.end());
+            row(name + "/recorder", "fairpool", "total", median(recorded_totals), "us");
+            row(name + "/recorder", "fairpool", "total_vs_off", median(recorded_totals) / median(totals[0]), "ratio");
+            row(name + "/recorder", "fairpool", "wait_p50", quantile_sorted(recorded_waits, 0.5), "ns");
+            row(name + "/recorder", "fairpool", "wait_p99", quantile_sorted(recorded_waits, 0.99), "ns");
+            row(name + "/recorder", "fairpool", "wait_max", static_cast<double>(recorded_waits.back()), "ns");
             for_each_design([&](auto design, std::size_t d) {
                 auto& w = waits[d];
                 std::sort(w.begin(), w.end());

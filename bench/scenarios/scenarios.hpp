@@ -7,12 +7,18 @@
 namespace fairpool_bench {
 
 // Uncontended acquire → completion → release, one thread: time, heap allocations and
-// handlers run per cycle; fairpool also with trace recording on.
+// handlers run per cycle; fairpool also with the flight recorder on.
 void scenario_round_trip(int reps, std::size_t cycles);
 // Only `cycles` round trips of the named design (false if there is none so named).
 bool round_trip_cycles(const char* design, std::size_t cycles);
 // The design name round_trip_cycles takes for fairpool with check_after_idle = 1 ns.
 inline constexpr const char* checking_design = "fairpool_check_after_idle";
+// ... and for fairpool with the flight recorder on (fairpool_recording_design).
+inline constexpr const char* recording_design = "fairpool_recorder";
+
+// The flight recorder's writer alone: N steps pushed into its ring, then the time the
+// writer takes to drain them into segment files: records and events per second.
+void scenario_recorder(int reps, std::size_t steps);
 
 // Pool size 4/8/16 × workers 4/16/64/256, 10 cycles each, 2 threads: total time and
 // per-acquire wait median, p99, p99.9, max.

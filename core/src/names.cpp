@@ -1,5 +1,8 @@
 // Names of enumerators, as they are spelled in traces and messages.
+#include <iterator>
+
 #include "fairpool/core/event.hpp"
+#include "fairpool/core/snapshot.hpp"
 
 namespace fairpool::core {
 
@@ -62,6 +65,18 @@ const char* to_string(retire_reason r) noexcept {
 const char* to_string(slot_state s) noexcept {
     static const char* const names[] = {"empty", "spawning", "idle", "leased", "retiring", "checking", "resetting"};
     return name_of(s, names);
+}
+
+const char* to_string(counter c) noexcept {
+    static const char* const names[] = {
+        "acquires",           "grants_immediate",         "grants_after_wait",        "rejections_saturated",
+        "rejections_timeout", "rejections_cancelled",     "rejections_deregistered",  "rejections_closed",
+        "spawns",             "spawn_failures",           "retirements_dirty",        "retirements_max_uses",
+        "retirements_max_lifetime", "retirements_idle",   "retirements_died",         "retirements_shutdown",
+        "retirements_reset_failed", "leaks_suspected",    "checks_started",           "checks_passed",
+        "checks_failed",      "resets_started",           "resets_failed"};
+    static_assert(std::size(names) == counter_count);
+    return name_of(c, names);
 }
 
 }  // namespace fairpool::core

@@ -393,7 +393,7 @@ void invariant_checker::begin_event() {
 
     case event_kind::spawned: {
         slot_info& s = slots_[e.slot];
-        s.fresh = true, s.birth = e.now, s.uses = 0;
+        s.fresh = true, s.uses = 0;
         draw_lifetime(s);  // decision 13: every valid spawned draws
         spawn_failures_in_a_row_ = 0, backoff_end_ = 0;  // decision 11.6
         if (shutting_down_) {
@@ -422,7 +422,7 @@ void invariant_checker::begin_event() {
             step_.retire_why = "checked alive while shutting down";
         } else if (past_lifetime(s)) {
             step_.retire_slot = e.slot, step_.retire_reason = retire_reason::max_lifetime;
-            step_.retire_why = cat("checked alive at age ", e.now - s.birth, " (lifetime ", s.lifetime, ")");
+            step_.retire_why = cat("checked alive at ", e.now, " (its lifetime ended at ", time_text(s.expires_at), ")");
         } else if (queued_.empty() && config_.idle_timeout > 0 && live_slots() > config_.min_slots &&
                    due_after(s.idle_since, config_.idle_timeout, e.now)) {
             // Step 2's idle_timeout rule, which could not see the slot while it was checking.
@@ -730,8 +730,8 @@ void invariant_checker::on_retire(const effect& f) {
         if (config_.max_lifetime == 0) {
             breach(cat("section 5 step 2: ", format(f), " but max_lifetime is 0 (disabled)"));
         } else if (!past_lifetime(s)) {
-            breach(cat("section 5 step 2: ", format(f), " at now ", now_, ": born at ", s.birth,
-                       ", younger than its lifetime ", s.lifetime, " (max_lifetime ", config_.max_lifetime, ")"));
+            breach(cat("section 5 step 2: ", format(f), " at now ", now_, ": its lifetime ends at ",
+                       time_text(s.expires_at), " (max_lifetime ", config_.max_lifetime, ")"));
         } else {
             for (std::uint32_t i = 0; i < slot; ++i)
                 if (slots_[i].state == slot_state::idle && past_lifetime(slots_[i])) {
@@ -1142,7 +1142,7 @@ void invariant_checker::check_time_driven_work_done() {
             breach(cat("section 5 step 2: lease ", s.lease, " on slot ", i, " held since ", s.granted_at,
                        " (leak_threshold ", config_.leak_threshold, ") was not reported leak_suspected"));
         if (s.state == slot_state::idle && past_lifetime(s))
-            breach(cat("section 5 step 2: slot ", i, " idle, born at ", s.birth, ", past its lifetime ", s.lifetime,
+            breach(cat("section 5 step 2: slot ", i, " idle, past its lifetime (it ended at ", time_text(s.expires_at), ")",
                        " but not retired"));
     }
     const std::optional<std::uint32_t> oldest = oldest_idle();
@@ -1273,7 +1273,7 @@ void invariant_checker::judge_clean_return(std::uint32_t slot, bool reset_allowe
         detail = cat(what, " after ", s.uses, " grant(s) (max_uses ", config_.max_uses, ")");
     } else if (past_lifetime(s)) {
         why = retire_reason::max_lifetime;
-        detail = cat(what, " at age ", now_ - s.birth, " (lifetime ", s.lifetime, ", max_lifetime ",
+        detail = cat(what, " at ", now_, " (its lifetime ended at ", time_text(s.expires_at), ", max_lifetime ",
                      config_.max_lifetime, ")");
     }
     if (why)
@@ -1286,9 +1286,10 @@ void invariant_checker::judge_clean_return(std::uint32_t slot, bool reset_allowe
 
 // Decision 13: lifetime = max_lifetime - ((x (J + 1)) >> 64), x the next splitmix64 draw.
 void invariant_checker::draw_lifetime(slot_info& s) {
-    s.lifetime = config_.max_lifetime;
+    nanos lifetime = config_.max_lifetime;
     if (config_.max_lifetime_jitter > 0)
-        s.lifetime -= jitter_of(detail::splitmix64(jitter_state_), config_.max_lifetime_jitter);
+        lifetime -= jitter_of(detail::splitmix64(jitter_state_), config_.max_lifetime_jitter);
+    s.expires_at = config_.max_lifetime > 0 ? saturating_add(now_, lifetime) : never;
 }
 
 // Section 1: stale when verified + check_after_idle <= now (with check_after_idle > 0).
@@ -1297,7 +1298,7 @@ bool invariant_checker::is_fresh(const slot_info& s) const {
 }
 
 bool invariant_checker::past_lifetime(const slot_info& s) const {
-    return config_.max_lifetime > 0 && due_after(s.birth, s.lifetime, now_);
+    return config_.max_lifetime > 0 && reached(s.expires_at, now_);
 }
 
 // Decision 5: the idle slot with the oldest idle time, ties: whose idle time was set first.

@@ -1,6 +1,7 @@
 #include "fairpool/model/lockstep.hpp"
 
 #include <algorithm>
+#include <random>
 
 #include "fairpool/trace/format.hpp"
 
@@ -25,6 +26,12 @@ std::string difference(const std::vector<core::effect>& core, const std::vector<
     return "model only: " + describe(model_only) + "; core only: " + describe(core_only);
 }
 
+// The hash seed keys the core's id tables and changes no output (scheduler.hpp).
+std::uint64_t random_hash_seed() {
+    std::random_device device;
+    return (std::uint64_t{device()} << 32) ^ device();
+}
+
 }  // namespace
 
 std::string describe(const std::vector<core::effect>& effects) {
@@ -40,6 +47,14 @@ std::string describe(const std::vector<core::effect>& effects) {
 lockstep::lockstep(const core::config& c) : core_(c), model_(c), checker_(c) {}
 
 lockstep::lockstep(const core::config& c, std::uint64_t hash_seed) : core_(c, hash_seed), model_(c), checker_(c) {}
+
+lockstep::lockstep(const core::config& c, std::span<const core::snapshot_record> snapshot)
+    : lockstep(c, snapshot, random_hash_seed()) {}
+
+// Members are built in order: the core first, so a snapshot it refuses reaches neither
+// the model nor the checker, which trust it.
+lockstep::lockstep(const core::config& c, std::span<const core::snapshot_record> snapshot, std::uint64_t hash_seed)
+    : core_(c, snapshot, hash_seed), model_(c, snapshot), checker_(c, snapshot) {}
 
 lockstep::outcome lockstep::step(const core::event& e) {
     outcome result;

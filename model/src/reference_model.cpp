@@ -74,7 +74,7 @@ core::step_result reference_model::step(const core::event& e) {
     // 1. Validate; an invalid event changes nothing (section 3, invariant 11).
     if (const event_error error = validate(e); error != event_error::ok) return {error, {}};
     last_now_ = e.now;
-    ++steps_;
+    if (e.kind == event_kind::acquire) highest_waiter_ = std::max(highest_waiter_, e.waiter);
     run_time_driven_work(e.now);  // 2.
     apply_event(e);               // 3.
     hand_out(e.now);              // 4.
@@ -232,7 +232,7 @@ void reference_model::on_acquire(const core::event& e) {
         emit_reject(e.waiter, reject_reason::saturated);
         return;
     }
-    enqueue(waiter_record{e.waiter, e.handle, deadline, e.now}, e.weight.value_or(1));
+    enqueue(waiter_record{e.waiter, e.handle, deadline, e.now, arrivals_++}, e.weight.value_or(1));
 }
 
 // Queued -> rejected `cancelled`; unknown or already completed -> nothing.
@@ -279,8 +279,8 @@ void reference_model::release_clean(std::uint32_t slot, nanos now, bool after_re
 // decision 9); either way the failure count and any backoff are cleared (decision 6).
 void reference_model::on_spawned(const core::event& e) {
     slot_record& s = slots_[e.slot];
-    s.birth = e.now;
-    s.lifetime = draw_lifetime();  // every valid spawned draws (decision 13)
+    const nanos lifetime = draw_lifetime();  // every valid spawned draws (decision 13)
+    s.expires_at = config_.max_lifetime > 0 ? saturating_add(e.now, lifetime) : core::never;
     s.uses = 0;
     failures_ = 0;
     backoff_end_.reset();
@@ -391,11 +391,11 @@ void reference_model::grant_next_waiter(std::uint32_t slot, nanos now) {
     // turn is used up, the handle moves to the back if it still has waiters. (A handle
     // left without waiters has already left the rotation in take_waiter.)
     if (config_.policy == core::fairness_policy::round_robin && in_rotation(w.handle)) {
-        ++turn_;
-        if (turn_ >= weight_.at(w.handle)) {
+        turn_record& t = turns_.at(w.handle);
+        if (++t.turn >= t.weight) {
             rotation_.pop_front();
             rotation_.push_back(w.handle);
-            turn_ = 0;
+            t.turn = 0;
         }
     }
     grant(w.id, slot, w.acquired_at, now, /*immediate=*/false);
@@ -473,7 +473,7 @@ std::optional<nanos> reference_model::next_deadline() const {
     // Idle slots' birth + lifetime (decision 13).
     if (config_.max_lifetime > 0)
         for (const slot_record& s : slots_)
-            if (s.state == slot_state::idle) consider(end_of_life(s));
+            if (s.state == slot_state::idle) consider(s.expires_at);
     // The oldest idle slot's (by idle time) idle time + idle_timeout, if more than
     // min_slots are live.
     if (const std::optional<std::uint32_t> oldest = oldest_by_idle_time();
@@ -513,9 +513,7 @@ bool reference_model::in_rotation(std::uint64_t handle) const {
 void reference_model::enqueue(const waiter_record& w, std::uint64_t weight) {
     if (queued_of(w.handle) == 0) {
         rotation_.push_back(w.handle);
-        weight_[w.handle] = weight;
-        // A handle joining an empty rotation is at the front with a fresh turn; turn_ is
-        // already 0 then (it is reset whenever the front handle leaves or moves).
+        turns_[w.handle] = turn_record{weight, 0};  // a fresh turn when it reaches the front
     }
     waiters_.push_back(w);
 }
@@ -534,9 +532,8 @@ reference_model::waiter_record reference_model::take_waiter(std::uint64_t waiter
 // forgotten. If it was the front handle, the next handle starts a fresh turn.
 void reference_model::leave_rotation_if_inactive(std::uint64_t handle) {
     if (queued_of(handle) != 0 || !in_rotation(handle)) return;
-    if (rotation_.front() == handle) turn_ = 0;
     rotation_.erase(std::find(rotation_.begin(), rotation_.end(), handle));
-    weight_.erase(handle);
+    turns_.erase(handle);
 }
 
 void reference_model::reject_queued(std::uint64_t waiter, reject_reason why) {
@@ -579,23 +576,21 @@ std::optional<std::uint32_t> reference_model::fresh_slot_to_grant(nanos now) con
 }
 
 // Decision 5: the idle slot with the oldest idle time; ties: the one whose idle time was
-// set first (the earlier step).
+// set first (the lower idle_seq).
 std::optional<std::uint32_t> reference_model::oldest_by_idle_time() const {
     std::optional<std::uint32_t> oldest;
     for (const std::uint32_t slot : idle_order_) {
         const slot_record& s = slots_[slot];
         if (!oldest || s.idle_since < slots_[*oldest].idle_since ||
-            (s.idle_since == slots_[*oldest].idle_since && s.idle_step < slots_[*oldest].idle_step))
+            (s.idle_since == slots_[*oldest].idle_since && s.idle_seq < slots_[*oldest].idle_seq))
             oldest = slot;
     }
     return oldest;
 }
 
-// Decision 13: max_lifetime rules use birth + the resource's own lifetime.
-nanos reference_model::end_of_life(const slot_record& s) const { return saturating_add(s.birth, s.lifetime); }
-
+// Decision 13: max_lifetime rules use expires_at, birth + the resource's own lifetime.
 bool reference_model::past_lifetime(const slot_record& s, nanos now) const {
-    return config_.max_lifetime > 0 && reached(end_of_life(s), now);
+    return config_.max_lifetime > 0 && reached(s.expires_at, now);
 }
 
 // Section 5, "Checked": nobody is queued, idle time + idle_timeout <= now (idle_timeout
@@ -632,7 +627,7 @@ void reference_model::become_idle(std::uint32_t slot, nanos now) {
     slot_record& s = slots_[slot];
     s.state = slot_state::idle;
     s.idle_since = now;
-    s.idle_step = steps_;
+    s.idle_seq = idle_seq_++;
     s.verified = now;
     idle_order_.push_back(slot);
 }

@@ -490,17 +490,20 @@ TEST_F(health, the_create_and_close_constructor_is_the_hooks_one_without_check_a
 // timed out), a dirty release: recorded, with the counters published after every drain
 // equal to the recording's, then replayed by the tool with identical effects.
 TEST_F(health, a_recording_with_checks_and_resets_replays_identically) {
-    std::ostringstream recorded;
+    scratch_directory dumps;
     pool_options o = health_options(2, 1);
     o.scheduler.check_after_idle = 10'000'000;     // 10 ms
     o.scheduler.keepalive_interval = 500'000'000;  // 500 ms
     o.scheduler.max_concurrent_checks = 2;
     o.scheduler.reset_on_release = true;
-    o.recorder = &recorded;
+    o.recording = whole_test_in_memory();
     auto pool = make_health_pool(o);
+    int dumped = 0;
     const auto published = [&](const char* when) {
         settle();
-        EXPECT_EQ(pool->stats(), counters_of_recording(recorded.str())) << when;
+        const auto dir = dumps / std::to_string(dumped++);
+        ASSERT_FALSE(pool->dump_recording(dir)) << when;
+        EXPECT_EQ(pool->stats(), counters_of_recording(dir)) << when;
     };
     published("warm");
     outcome a, b, c, d;
@@ -536,7 +539,10 @@ TEST_F(health, a_recording_with_checks_and_resets_replays_identically) {
     EXPECT_TRUE(closed);
     EXPECT_EQ(a.completions + b.completions + c.completions + d.completions, 4);
 
-    const std::string text = recorded.str();
+    const auto last = dumps / std::to_string(dumped - 1);
+    const auto files = segment_files(last);
+    ASSERT_EQ(files.size(), 1u);
+    const std::string text = file_text(files.front());
     for (const char* kind : {"\n= check slot=", " checked slot=", "\n= reset slot=", " reset_done slot="})
         EXPECT_NE(text.find(kind), std::string::npos) << "the recording has no" << kind;
     for (const char* outcome : {"outcome=alive", "outcome=dead", "outcome=ok", "outcome=failed", "reason=reset_failed"})
@@ -548,7 +554,7 @@ TEST_F(health, a_recording_with_checks_and_resets_replays_identically) {
 
     const std::string tool = replay_tool();
     if (tool.empty()) GTEST_SKIP() << "FAIRPOOL_REPLAY does not name fairpool-replay";
-    expect_replays_identically(tool, text);
+    expect_replays_identically(tool, files.front());
 }
 
 }  // namespace

@@ -470,14 +470,17 @@ TEST_F(adapter, counters_count_a_completion_before_it_is_posted) {
 // wait into different histogram buckets, several grants in one drain, rejections of
 // every kind, spawns, a dirty retirement, gauges up and down).
 TEST_F(adapter, the_published_counters_equal_the_cores_after_every_drain) {
-    std::ostringstream recorded;
+    scratch_directory dumps;
     pool_options o = options(2, 1);
     o.scheduler.max_waiters = 2;
-    o.recorder = &recorded;
+    o.recording = whole_test_in_memory();
     auto pool = make_pool(o);
+    int dumped = 0;
     const auto check = [&](const char* when) {
         settle();
-        EXPECT_EQ(pool->stats(), counters_of_recording(recorded.str())) << when;
+        const auto dir = dumps / std::to_string(dumped++);
+        ASSERT_FALSE(pool->dump_recording(dir)) << when;
+        EXPECT_EQ(pool->stats(), counters_of_recording(dir)) << when;
     };
     check("warm");
     outcome a, b, c, d, e, f;

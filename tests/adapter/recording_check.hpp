@@ -1,49 +1,128 @@
 #pragma once
-// Checking what a pool recorded (pool_options::recorder): the counters its core holds,
-// from the recording replayed in process; and the recording replayed by the tool,
-// `fairpool-replay --check FILE` (its path in FAIRPOOL_REPLAY, set by meson.build).
+// Checking what a pool's flight recorder wrote (pool_options::recording): segment files
+// read back in process (the core restored from each segment's snapshot, its events
+// replayed), and replayed by the tool, `fairpool-replay --check FILE|DIR` (its path in
+// FAIRPOOL_REPLAY, set by meson.build).
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
 #include <utility>
 #include <variant>
+#include <vector>
 
+#include "fairpool/asio/recorder_options.hpp"
 #include "fairpool/core/scheduler.hpp"
 #include "fairpool/trace/read.hpp"
 
 namespace fairpool::testing {
 
-// The counters the core holds after the events the actor fed it so far: the recording
-// replayed through a scheduler of its own.
-inline core::stats counters_of_recording(const std::string& recorded) {
-    const trace::read_result read = trace::read(recorded);
-    const auto* t = std::get_if<trace::trace>(&read);
-    if (t == nullptr) {
-        ADD_FAILURE() << std::get<trace::read_error>(read).describe("recording");
-        return {};
+// A fresh directory under /tmp, removed with its contents when the test passed (kept
+// and named when it failed, for a look).
+class scratch_directory {
+public:
+    scratch_directory() {
+        char path[] = "/tmp/fairpool-recording-XXXXXX";
+        const char* made = ::mkdtemp(path);
+        if (made == nullptr) ADD_FAILURE() << "mkdtemp failed";
+        else path_ = made;
     }
-    core::scheduler replayed(t->config);
-    for (const trace::step& s : t->steps) EXPECT_TRUE(replayed.step(s.event).ok());
+    scratch_directory(const scratch_directory&) = delete;
+    scratch_directory& operator=(const scratch_directory&) = delete;
+    ~scratch_directory() {
+        if (path_.empty()) return;
+        if (::testing::Test::HasFailure()) std::printf("recording kept in %s\n", path_.c_str());
+        else std::filesystem::remove_all(path_);
+    }
+    [[nodiscard]] const std::filesystem::path& path() const noexcept { return path_; }
+    [[nodiscard]] std::filesystem::path operator/(const std::string& name) const { return path_ / name; }
+
+private:
+    std::filesystem::path path_;
+};
+
+// The segment files of a directory (segment-*.trace), in name order: segment order.
+inline std::vector<std::filesystem::path> segment_files(const std::filesystem::path& dir) {
+    std::vector<std::filesystem::path> files;
+    std::error_code ec;
+    for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+        const std::string name = entry.path().filename().string();
+        if (name.starts_with("segment-") && name.ends_with(".trace")) files.push_back(entry.path());
+    }
+    std::sort(files.begin(), files.end());
+    return files;
+}
+
+inline std::string file_text(const std::filesystem::path& p) {
+    std::ifstream in(p);
+    std::stringstream text;
+    text << in.rdbuf();
+    return text.str();
+}
+
+// A segment file read back; a failure (and an empty trace) when it does not read.
+inline trace::trace read_segment(const std::filesystem::path& p) {
+    const trace::read_result read = trace::read(file_text(p));
+    if (const auto* t = std::get_if<trace::trace>(&read)) return *t;
+    ADD_FAILURE() << std::get<trace::read_error>(read).describe(p.string());
+    return {};
+}
+
+inline std::vector<core::snapshot_record> snapshot_of(const trace::trace& t) {
+    std::vector<core::snapshot_record> records;
+    for (const trace::snapshot_line& l : t.snapshot) records.push_back(l.record);
+    return records;
+}
+
+// The core restored from a segment's snapshot, then fed its events: each must give
+// exactly the recorded effects and error. Returns the counters at the end.
+inline core::stats replay_segment(const trace::trace& t, const std::string& name) {
+    core::scheduler replayed(t.config, snapshot_of(t), 1);
+    for (const trace::step& s : t.steps) {
+        const core::step_result r = replayed.step(s.event);
+        std::vector<core::effect> recorded;
+        for (const auto& e : s.effects) recorded.push_back(e.effect);
+        EXPECT_EQ(r.error, s.error.value_or(core::event_error::ok)) << name << ":" << s.line;
+        EXPECT_TRUE(std::equal(r.effects.begin(), r.effects.end(), recorded.begin(), recorded.end()))
+            << name << ":" << s.line << ": the replayed effects differ from the recorded ones";
+    }
     return replayed.counters();
 }
 
-// Runs `fairpool-replay --check FILE`; its exit status, and what it printed.
-inline std::pair<int, std::string> run_replay_check(const std::string& tool, const std::string& file) {
-    const std::string out = file + ".out";
-    const std::string command = "'" + tool + "' --check '" + file + "' >'" + out + "' 2>&1";
+// The counters the core held after the last event recorded: the recording's last
+// segment, restored and replayed.
+inline core::stats counters_of_recording(const std::filesystem::path& dir) {
+    const auto files = segment_files(dir);
+    if (files.empty()) {
+        ADD_FAILURE() << "no segment in " << dir;
+        return {};
+    }
+    return replay_segment(read_segment(files.back()), files.back().string());
+}
+
+// Runs `fairpool-replay ARGS`; its exit status, and what it printed (both streams).
+inline std::pair<int, std::string> run_replay(const std::string& tool, const std::string& args) {
+    char out[] = "/tmp/fairpool-replay-out-XXXXXX";
+    const int fd = ::mkstemp(out);
+    if (fd < 0) return {-1, "mkstemp failed"};
+    ::close(fd);
+    const std::string command = "'" + tool + "' " + args + " >'" + out + "' 2>&1";
     const int status = std::system(command.c_str());
-    std::ifstream printed(out);
-    std::stringstream text;
-    text << printed.rdbuf();
-    std::remove(out.c_str());
-    if (status == -1 || !WIFEXITED(status)) return {-1, text.str()};
-    return {WEXITSTATUS(status), text.str()};
+    std::string printed = file_text(out);
+    std::remove(out);
+    if (status == -1 || !WIFEXITED(status)) return {-1, printed};
+    return {WEXITSTATUS(status), printed};
+}
+
+inline std::pair<int, std::string> run_replay_check(const std::string& tool, const std::filesystem::path& target) {
+    return run_replay(tool, "--check '" + target.string() + "'");
 }
 
 // The FAIRPOOL_REPLAY tool, or empty when the test runs without it.
@@ -52,23 +131,20 @@ inline std::string replay_tool() {
     return tool ? tool : "";
 }
 
-// Writes `recording` to a temporary file and checks it with the tool: no failure means
-// it replayed with identical effects. The file is kept (and named) when it did not.
-inline void expect_replays_identically(const std::string& tool, const std::string& recording) {
-    char path[] = "/tmp/fairpool-recording-XXXXXX";
-    const int fd = ::mkstemp(path);
-    ASSERT_GE(fd, 0);
-    ::close(fd);
-    {
-        std::ofstream file(path);
-        file << recording;
-        ASSERT_TRUE(file.good());
-    }
-    const auto [status, printed] = run_replay_check(tool, path);
+// A memory-only recorder that keeps the whole of a short test in one segment.
+inline recorder_options whole_test_in_memory() {
+    recorder_options r;
+    r.memory_only = true;
+    r.segment_events = 1'000'000;
+    return r;
+}
+
+// The tool checks a file or a directory (a chain of segments): no failure means it
+// replayed with identical effects.
+inline void expect_replays_identically(const std::string& tool, const std::filesystem::path& target) {
+    const auto [status, printed] = run_replay_check(tool, target);
     EXPECT_EQ(status, 0) << printed;
     EXPECT_NE(printed.find(": ok,"), std::string::npos) << printed;
-    if (status == 0) std::remove(path);
-    else std::printf("recording kept in %s\n", path);
 }
 
 }  // namespace fairpool::testing

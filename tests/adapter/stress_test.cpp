@@ -27,9 +27,11 @@
 // and leases are out: later acquires are rejected `closed`, and the close completes
 // once every lease is back.
 //
-// The recording test runs a smaller stress with pool_options::recorder set, then replays
-// the recording with `fairpool-replay --check` (FAIRPOOL_REPLAY names it) and, in
-// process, with model::lockstep: same effects, no breach.
+// The recording test runs a smaller stress with the flight recorder on (pool_options::
+// recording, small segments: the run splits into many), then replays every segment with
+// `fairpool-replay --check` (FAIRPOOL_REPLAY names it) and the directory as a chain,
+// and, in process, every segment from its own snapshot, and the events of all of them
+// with model::lockstep from the start: same effects, no breach.
 //
 // The health run records the same load with checks before reuse, keepalive and resets on
 // release turned on, on the 4 io_context threads: checks and resets touch the resource's
@@ -47,6 +49,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/strand.hpp>
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -57,6 +60,7 @@
 #include <future>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <string>
@@ -127,7 +131,7 @@ struct stress_config {
     unsigned producers = 3;
     std::uint32_t window = 40;  // acquires outstanding per producer
     std::uint32_t max_slots = 6;
-    std::ostream* recorder = nullptr;
+    std::optional<recorder_options> recording;
     // Close the pool halfway through, while producers still issue acquires and leases
     // are out: queued and later acquires are rejected `closed`, the close completes once
     // every lease is back.
@@ -213,7 +217,7 @@ public:
             o.scheduler.spawn_backoff_max = 1'000'000;
             o.mailbox_capacity = 64;
             o.retire_grace = std::chrono::milliseconds(100);
-            o.recorder = config_.recorder;
+            o.recording = config_.recording;
             if (config_.health) {
                 o.scheduler.check_after_idle = 1;
                 o.scheduler.keepalive_interval = 200'000;
@@ -703,67 +707,74 @@ TEST(adapter_stress, closing_under_load_rejects_the_rest_and_waits_for_every_lea
 
 // --- Recording ---------------------------------------------------------------------------
 
-// Runs the load with a recorder into `report`, then checks the recording in process
-// against the reference model, and with the tool.
+// Runs the load with the flight recorder writing into a directory, in segments of a
+// quarter of the cycles (some 8 to 12 segments), then checks the recording: each segment
+// in process from its own snapshot, all of them in lockstep with the reference model from
+// the start, and with the tool, segment by segment and as a chain.
 void expect_recording_replays_identically(stress_config c, stress_report& report) {
-    std::ostringstream recording;
-    c.recorder = &recording;
+    scratch_directory directory;
+    recorder_options r;
+    r.directory = directory.path();
+    r.segment_events = std::max<std::uint64_t>(c.cycles / 4, 1);
+    r.keep_segments = 1000;    // all of them: the chain from segment 0
+    r.ring_records = 1 << 19;  // the whole run fits even if the writer never woke: no gap
+    c.recording = r;
     stress_harness h(c);
     report = h.run();
-    const stress_report& r = report;
-    std::printf("%s\n", r.describe().c_str());
-    expect_clean_run(h, r);
-    EXPECT_GE(r.outcomes[ok], c.cycles);
-    const std::string text = recording.str();  // the pool closed and every thread joined
+    const stress_report& run = report;
+    std::printf("%s\n", run.describe().c_str());
+    expect_clean_run(h, run);
+    EXPECT_GE(run.outcomes[ok], c.cycles);
+    // The pool's state is gone (expect_clean_run): the recorder's writer has joined.
 
-    // In process: read it, run the core beside the reference model, compare.
     auto started = clock_type::now();
-    const trace::read_result read = trace::read(text);
-    ASSERT_TRUE(std::holds_alternative<trace::trace>(read))
-        << std::get<trace::read_error>(read).describe("recording");
-    const trace::trace& t = std::get<trace::trace>(read);
-    EXPECT_GT(t.steps.size(), c.cycles);
-    model::lockstep machines(t.config, 1);
-    std::size_t effects = 0;
-    for (const trace::step& s : t.steps) {
-        const auto outcome = machines.step(s.event);
-        ASSERT_FALSE(outcome.breach) << "recording:" << s.line << ": " << *outcome.breach;
-        ASSERT_FALSE(s.error) << "recording:" << s.error_line << ": the actor fed an invalid event";
-        ASSERT_EQ(outcome.error, core::event_error::ok) << "recording:" << s.line;
-        std::vector<core::effect> recorded;
-        for (const auto& e : s.effects) recorded.push_back(e.effect);
-        ASSERT_EQ(model::describe(*outcome.effects), model::describe(recorded)) << "recording:" << s.line;
-        effects += recorded.size();
+    const auto files = segment_files(directory.path());
+    ASSERT_GE(files.size(), 4u);
+    model::lockstep machines(read_segment(files.front()).config, 1);
+    std::size_t events = 0, effects = 0;
+    for (std::size_t i = 0; i < files.size(); ++i) {
+        SCOPED_TRACE(files[i].string());
+        const trace::trace t = read_segment(files[i]);
+        ASSERT_TRUE(t.segment);
+        EXPECT_EQ(t.segment->number, i);
+        EXPECT_EQ(t.segment->events_before, events);
+        EXPECT_FALSE(t.gap);
+        if (i + 1 < files.size()) {
+            EXPECT_EQ(t.steps.size(), r.segment_events);
+        }
+        replay_segment(t, files[i].string());
+        for (const trace::step& s : t.steps) {
+            const auto outcome = machines.step(s.event);
+            ASSERT_FALSE(outcome.breach) << files[i] << ":" << s.line << ": " << *outcome.breach;
+            ASSERT_FALSE(s.error) << files[i] << ":" << s.error_line << ": the actor fed an invalid event";
+            ASSERT_EQ(outcome.error, core::event_error::ok) << files[i] << ":" << s.line;
+            std::vector<core::effect> recorded;
+            for (const auto& e : s.effects) recorded.push_back(e.effect);
+            ASSERT_EQ(model::describe(*outcome.effects), model::describe(recorded)) << files[i] << ":" << s.line;
+            effects += recorded.size();
+        }
+        events += t.steps.size();
     }
+    EXPECT_GT(events, c.cycles);
     EXPECT_GT(effects, c.cycles);
     const core::stats replayed = machines.core().counters();
-    EXPECT_EQ(replayed.acquires, r.stats.acquires);
-    EXPECT_EQ(replayed.grants_immediate + replayed.grants_after_wait, r.outcomes[ok]);
+    EXPECT_EQ(replayed.acquires, run.stats.acquires);
+    EXPECT_EQ(replayed.grants_immediate + replayed.grants_after_wait, run.outcomes[ok]);
     const auto ms = [](clock_type::duration d) {
         return static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(d).count());
     };
-    std::printf("recording: %zu events, %zu effects, %zu bytes; read and lockstep in %lld ms\n", t.steps.size(),
-                effects, text.size(), ms(clock_type::now() - started));
+    std::printf("recording: %zu segments, %zu events, %zu effects; read, restored and lockstep in %lld ms\n",
+                files.size(), events, effects, ms(clock_type::now() - started));
 
-    // And with the tool.
-    const char* tool = std::getenv("FAIRPOOL_REPLAY");
-    if (!tool || !*tool) GTEST_SKIP() << "FAIRPOOL_REPLAY does not name fairpool-replay";
-    char path[] = "/tmp/fairpool-recording-XXXXXX";
-    const int fd = ::mkstemp(path);
-    ASSERT_GE(fd, 0);
-    ::close(fd);
-    {
-        std::ofstream file(path);
-        file << text;
-        ASSERT_TRUE(file.good());
-    }
+    const std::string tool = replay_tool();
+    if (tool.empty()) GTEST_SKIP() << "FAIRPOOL_REPLAY does not name fairpool-replay";
     started = clock_type::now();
-    const auto [status, printed] = run_replay_check(tool, path);
-    std::printf("fairpool-replay --check in %lld ms: %s", ms(clock_type::now() - started), printed.c_str());
+    for (const auto& f : files) expect_replays_identically(tool, f);
+    const auto [status, printed] = run_replay_check(tool, directory.path());
+    std::printf("fairpool-replay --check, each segment and the chain, in %lld ms: %s",
+                ms(clock_type::now() - started), printed.c_str());
     EXPECT_EQ(status, 0) << printed;
     EXPECT_NE(printed.find(": ok,"), std::string::npos) << printed;
-    if (status == 0) std::remove(path);
-    else std::printf("recording kept in %s\n", path);
 }
 
 TEST(adapter_stress, a_recording_of_a_multithreaded_run_replays_identically) {

@@ -2,11 +2,17 @@
 // generator (tests/support/event_generator.hpp) for a sequence of events fed to the
 // core and the reference model in lock step; any disagreement or broken invariant
 // aborts. The generator picks mostly valid events from the core's state (live waiters,
-// leases, slots, deadlines), with a share of invalid and arbitrary ones.
+// leases, slots, deadlines), with a share of invalid and arbitrary ones. Before each
+// event the input may also say "snapshot here" (docs/CONTRACT.md section 7.2): the
+// core's snapshot must be the model's, and the run goes on with a core, a model and an
+// invariant checker restored from it.
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "../support/event_generator.hpp"
 #include "fairpool/model/lockstep.hpp"
@@ -68,16 +74,42 @@ core::config decode_config(bytes& in) {
 // About how many events an input of a few hundred bytes makes: see event_generator.
 constexpr std::uint64_t run_length = 100;
 
+[[noreturn]] void fail(const std::string& what, const core::config& c) {
+    std::fprintf(stderr, "fuzz_events: %s\n  config: %s\n", what.c_str(), trace::format_canonical(c).c_str());
+    std::abort();
+}
+
+// The core's snapshot, checked against the model's; then all three restored from it.
+void restore_from_snapshot(std::optional<model::lockstep>& machines, const core::config& c) {
+    std::vector<core::snapshot_record> snapshot;
+    auto put = [&](const core::snapshot_record& r) { snapshot.push_back(r); };
+    machines->core().snapshot(put);
+    if (snapshot.size() != machines->core().snapshot_size()) fail("snapshot_size() is not the records written", c);
+    const std::vector<core::snapshot_record> model = machines->model().snapshot();
+    for (std::size_t i = 0; i < std::max(snapshot.size(), model.size()); ++i)
+        if (i >= snapshot.size() || i >= model.size() || !(snapshot[i] == model[i]))
+            fail("snapshots differ at record " + std::to_string(i) + ": core " +
+                     (i < snapshot.size() ? trace::format(snapshot[i]) : "(none)") + ", model " +
+                     (i < model.size() ? trace::format(model[i]) : "(none)"),
+                 c);
+    try {
+        machines.emplace(c, snapshot, 2);
+    } catch (const core::snapshot_error& e) {
+        fail("the core refused its own snapshot at record " + std::to_string(e.record()) + ": " + e.what(), c);
+    }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     bytes in(data, size);
     const core::config c = decode_config(in);
-    model::lockstep machines(c, 1);
+    std::optional<model::lockstep> machines(std::in_place, c, 1);
     testing::event_generator events(c, run_length);
     while (!in.empty()) {  // every event reads at least one byte
-        const core::event e = events.next(machines.core(), in);
-        const auto outcome = machines.step(e);
+        if (in.pick(8) == 0) restore_from_snapshot(machines, c);
+        const core::event e = events.next(machines->core(), in);
+        const auto outcome = machines->step(e);
         if (outcome.breach) {
             std::fprintf(stderr, "fuzz_events: %s\n  config: %s\n  at: %s\n", outcome.breach->c_str(),
                          trace::format_canonical(c).c_str(), trace::format_line(e).c_str());

@@ -12,6 +12,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -50,6 +51,13 @@ A Redis proxy that shares a fair, bounded pool of backend connections among tena
                           before a request needs them (default 0: off)
   --reset-on-release      send RESET on a backend connection after each request, before
                           its reuse; one that fails it is closed (Redis >= 6.2)
+  --record-dir DIR        the pool's flight recorder writes its segments here (default
+                          fairpool-recording; the previous run's go to DIR/previous)
+  --segment-events N      events per recorded segment (default 100000)
+  --keep-segments N       segments kept, older ones deleted (default 8)
+  --no-record             no flight recorder
+  --dump-dir DIR          on SIGUSR1, the recorder's retained segments are copied here
+                          (default fairpool-dump), to replay with fairpool-replay
   --help
 Tenants: a client is tenant "default" until it sends CLIENT SETNAME <tenant>.
 )";
@@ -70,6 +78,10 @@ struct options {
     unsigned long check_after_idle_ms = 0;
     unsigned long keepalive_ms = 0;
     bool reset_on_release = false;
+    std::optional<std::string> record_dir = "fairpool-recording";
+    unsigned long segment_events = 100'000;
+    unsigned long keep_segments = 8;
+    std::string dump_dir = "fairpool-dump";
 };
 
 std::optional<options> parse(int argc, char** argv) {
@@ -126,6 +138,19 @@ std::optional<options> parse(int argc, char** argv) {
             if (!num(o.keepalive_ms, 3'600'000)) return std::nullopt;
         } else if (a == "--reset-on-release") {
             o.reset_on_release = true;
+        } else if (a == "--record-dir" || a == "--dump-dir") {
+            const std::string_view dir = value();
+            if (dir.empty()) {
+                std::fprintf(stderr, "fairpool-demo: %s needs a directory\n", argv[i - 1]);
+                return std::nullopt;
+            }
+            (a == "--record-dir" ? o.record_dir : o.dump_dir) = std::string(dir);
+        } else if (a == "--no-record") {
+            o.record_dir.reset();
+        } else if (a == "--segment-events") {
+            if (!num(o.segment_events, 1'000'000'000) || o.segment_events == 0) return std::nullopt;
+        } else if (a == "--keep-segments") {
+            if (!num(o.keep_segments, 100'000) || o.keep_segments == 0) return std::nullopt;
         } else {
             std::fprintf(stderr, "fairpool-demo: unknown option %s\n%s", argv[i], usage);
             return std::nullopt;
@@ -159,6 +184,13 @@ int main(int argc, char** argv) {
     po.pool.scheduler.check_after_idle = std::uint64_t{o.check_after_idle_ms} * 1'000'000;
     po.pool.scheduler.keepalive_interval = std::uint64_t{o.keepalive_ms} * 1'000'000;
     po.pool.scheduler.reset_on_release = o.reset_on_release;
+    if (o.record_dir) {
+        fairpool::recorder_options ro;
+        ro.directory = *o.record_dir;
+        ro.segment_events = o.segment_events;
+        ro.keep_segments = static_cast<std::uint32_t>(o.keep_segments);
+        po.pool.recording = ro;
+    }
     po.request_timeout = std::chrono::milliseconds(o.request_timeout_ms);
     po.max_clients = o.max_clients;
 
@@ -179,6 +211,25 @@ int main(int argc, char** argv) {
                     "(RESET) on release %s (0: off)\n",
                     o.check_after_idle_ms, o.keepalive_ms, o.reset_on_release ? "on" : "off");
 
+    if (o.record_dir)
+        std::printf("fairpool-demo: recording into %s/ (segments of %lu events, %lu kept); SIGUSR1 copies them to "
+                    "%s/\n",
+                    o.record_dir->c_str(), o.segment_events, o.keep_segments, o.dump_dir.c_str());
+
+    // SIGUSR1: the engineer's "dump the recording now".
+    asio::signal_set dump_signal(io, SIGUSR1);
+    std::function<void()> await_dump = [&] {
+        dump_signal.async_wait([&](boost::system::error_code ec, int) {
+            if (ec) return;
+            const auto result = proxy->dump_recording(o.dump_dir);
+            if (result) std::fprintf(stderr, "fairpool-demo: dump failed: %s\n", result.message().c_str());
+            else std::printf("fairpool-demo: recording dumped to %s/\n", o.dump_dir.c_str());
+            std::fflush(stdout);
+            await_dump();
+        });
+    };
+    if (o.record_dir) await_dump();
+
     std::optional<tcp::acceptor> metrics;
     if (o.metrics_port) {
         metrics.emplace(io, tcp::endpoint(asio::ip::address_v4::loopback(), static_cast<std::uint16_t>(*o.metrics_port)));
@@ -191,12 +242,20 @@ int main(int argc, char** argv) {
     const auto shut_down = [&]() -> asio::awaitable<void> {
         if (metrics) metrics->close();
         const auto report = co_await proxy->close(std::chrono::milliseconds(2000));
+        dump_signal.cancel();
         const auto t = proxy->totals();
         std::printf("fairpool-demo: shut down gracefully: pool %s; %llu requests, %llu cut off mid-flight (released dirty)\n",
                     report.closed ? "closed, every backend connection closed" : "NOT closed",
                     static_cast<unsigned long long>(t.requests),
                     static_cast<unsigned long long>(t.cut_by_timeout + t.cut_by_disconnect + t.backend_failures));
         if (!report.closed) status = 1;
+        if (const auto r = proxy->recording_status(); r) {
+            std::printf("fairpool-demo: recording: %llu segments started in %s/, %llu events lost in %llu gaps; "
+                        "replay: fairpool-replay --check --stats %s\n",
+                        static_cast<unsigned long long>(r->segments_started), o.record_dir->c_str(),
+                        static_cast<unsigned long long>(r->events_lost), static_cast<unsigned long long>(r->gaps),
+                        o.record_dir->c_str());
+        }
     };
 
     asio::signal_set signals(io, SIGINT, SIGTERM);

@@ -25,6 +25,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <chrono>
 #include <cstdint>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <optional>
@@ -84,6 +85,13 @@ public:
     boost::asio::awaitable<fairpool::close_report> close(std::chrono::milliseconds grace);
 
     [[nodiscard]] core::stats pool_stats() const noexcept { return pool_.stats(); }
+    // The pool's flight recorder (proxy_options::pool.recording): blocks while it writes.
+    [[nodiscard]] boost::system::error_code dump_recording(const std::filesystem::path& dir) const {
+        return pool_.dump_recording(dir);
+    }
+    [[nodiscard]] std::optional<fairpool::recording_status> recording_status() const {
+        return pool_.recording_status();
+    }
     [[nodiscard]] proxy_totals totals() const noexcept;
     [[nodiscard]] std::size_t clients() const noexcept { return clients_.load(); }
 

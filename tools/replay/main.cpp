@@ -1,39 +1,68 @@
-// fairpool-replay [--check] [--invariants] [--stats] [--minimize OUT] [--fault NAME] FILE|-
+// fairpool-replay [--check] [--invariants] [--stats] [--minimize OUT] [--split N DIR] [--fault NAME] INPUT…
 //
-// Replays a trace (docs/CONTRACT.md section 7) through the core scheduler. Without a
-// mode it prints the canonical trace, every effect and error filled in. Exit status:
-// 0 ok, 1 the trace fails a check, 2 unreadable or malformed input or bad usage.
-#include <cerrno>
-#include <cstring>
-#include <fstream>
+// Replays a trace (docs/CONTRACT.md sections 7 and 7.2) through the core scheduler,
+// from its snapshot if it has one; several inputs (files, or a directory of segment
+// files) replay as one chain of consecutive segments. Without a mode it prints the
+// canonical trace, every effect and error filled in. Exit status: 0 ok, 1 the trace
+// fails a check, 2 unreadable or malformed input or bad usage.
+#include <algorithm>
 #include <iostream>
 
+#include "chain.hpp"
 #include "fairpool/model/planted_faults.hpp"
-#include "fairpool/trace/read.hpp"
 #include "replay.hpp"
 
 namespace {
 
 constexpr const char* usage =
-    "usage: fairpool-replay [--check] [--invariants] [--stats] [--minimize OUT] [--fault NAME] FILE|-\n"
+    "usage: fairpool-replay [--check] [--invariants] [--stats] [--minimize OUT] [--split N DIR]\n"
+    "                       [--fault NAME] INPUT...\n"
+    "  INPUT           a trace FILE, - for standard input, or a DIRECTORY of segment files\n"
+    "                  (its *.trace files in name order); several inputs are replayed as one\n"
+    "                  recording: consecutive segments, each starting where the one before\n"
+    "                  ended (else exit 2; 1 under --check), no gap between them\n"
     "  (no mode)       print the canonical trace with every effect and error filled in\n"
-    "  --check         compare with the effects and errors recorded in FILE\n"
+    "                  (the segments merged into one trace)\n"
+    "  --check         compare with the effects and errors recorded in the input\n"
     "  --invariants    check the core against the reference model and the invariants\n"
     "  --stats         grants, rejections, checks and resets, wait percentiles, grants per\n"
-    "                  handle, fairness\n"
+    "                  handle, fairness (from a snapshot the counts include what came before it)\n"
     "  --minimize OUT  shrink a trace failing --invariants to a 1-minimal one, into OUT\n"
-    "  --fault NAME    plant a bug to test the tooling: reuse-dirty | lose-cancel | keep-dead\n";
+    "                  (from the first snapshot: the events after it are shrunk)\n"
+    "  --split N DIR   cut the input into segments of N events (each with the snapshot\n"
+    "                  before its first event), written to DIR/segment-NNNNNNNN.trace\n"
+    "  --fault NAME    plant a bug to test the tooling: reuse-dirty | lose-cancel | keep-dead\n"
+    "A trace that ends in a gap (its recorder lost events) replays up to the gap, with a\n"
+    "notice on standard error.\n";
 
 int bad_usage(const std::string& why) {
     std::cerr << "fairpool-replay: " << why << "\n" << usage;
     return 2;
 }
 
+int refused(const fairpool::replay::input_error& e) {
+    std::cerr << e.message << "\n";
+    return e.status;
+}
+
+int run(const fairpool::replay::chain& c, const fairpool::replay::options& o, bool check, bool invariants, bool stats,
+        const std::string& minimize_to) {
+    if (!check && !invariants && !stats && minimize_to.empty())
+        return fairpool::replay::print_canonical(c, o, std::cout);
+    if (check && fairpool::replay::check(c, o, std::cout) != 0) return 1;
+    if (invariants && fairpool::replay::check_invariants(c, o, std::cout) != 0) return 1;
+    if (stats) fairpool::replay::print_stats(c, o, std::cout);
+    if (!minimize_to.empty()) return fairpool::replay::minimize(c, o, minimize_to, std::cout);
+    return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
     bool check = false, invariants = false, stats = false;
-    std::string minimize_to, path;
+    std::string minimize_to, split_to;
+    std::uint64_t split_events = 0;
+    std::vector<std::string> paths;
     fairpool::replay::options o;
     for (int i = 1; i < argc; ++i) {
         const std::string arg = argv[i];
@@ -41,38 +70,37 @@ int main(int argc, char** argv) {
         else if (arg == "--invariants") invariants = true;
         else if (arg == "--stats") stats = true;
         else if (arg == "--help" || arg == "-h") return std::cout << usage, 0;
-        else if (arg == "--minimize" || arg == "--fault") {
+        else if (arg == "--split") {
+            if (i + 2 >= argc) return bad_usage("--split needs a number of events and a directory");
+            const std::string n = argv[++i];
+            if (n.empty() || n.size() > 18 || n.find_first_not_of("0123456789") != std::string::npos ||
+                std::stoull(n) == 0)
+                return bad_usage("--split needs a number of events from 1, not " + n);
+            split_events = std::stoull(n);
+            split_to = argv[++i];
+        } else if (arg == "--minimize" || arg == "--fault") {
             if (i + 1 == argc) return bad_usage(arg + " needs a value");
             const std::string value = argv[++i];
             if (arg == "--minimize") minimize_to = value;
             else if (!(o.fault = fairpool::model::planted_fault(value))) return bad_usage("unknown fault " + value);
         } else if (arg.size() > 1 && arg[0] == '-') return bad_usage("unknown option " + arg);
-        else if (!path.empty()) return bad_usage("one trace at a time");
-        else path = arg;
+        else paths.push_back(arg);
     }
-    if (path.empty()) return bad_usage("no trace given");
+    if (paths.empty()) return bad_usage("no trace given");
+    if (split_events > 0 && (check || invariants || stats || !minimize_to.empty()))
+        return bad_usage("--split is a mode of its own");
+    if (std::count(paths.begin(), paths.end(), "-") > 1) return bad_usage("- (standard input) given twice");
 
-    std::ifstream file;
-    if (path != "-") {
-        file.open(path);
-        if (!file) {
-            std::cerr << path << ": cannot open: " << std::strerror(errno) << "\n";
-            return 2;
-        }
-    }
-    o.file = path == "-" ? "<stdin>" : path;
-    auto parsed = fairpool::trace::read(path == "-" ? std::cin : file);
-    if (const auto* error = std::get_if<fairpool::trace::read_error>(&parsed)) {
-        std::cerr << error->describe(o.file) << "\n";
-        return 2;
-    }
-    const auto& t = std::get<fairpool::trace::trace>(parsed);
+    auto inputs = fairpool::replay::read_inputs(paths);
+    if (const auto* error = std::get_if<fairpool::replay::input_error>(&inputs)) return refused(*error);
+    auto linked = fairpool::replay::link(std::move(std::get<0>(inputs)), check);
+    if (const auto* error = std::get_if<fairpool::replay::input_error>(&linked)) return refused(*error);
+    const auto& c = std::get<fairpool::replay::chain>(linked);
 
-    if (!check && !invariants && !stats && minimize_to.empty())
-        return fairpool::replay::print_canonical(t, o, std::cout);
-    if (check && fairpool::replay::check(t, o, std::cout) != 0) return 1;
-    if (invariants && fairpool::replay::check_invariants(t, o, std::cout) != 0) return 1;
-    if (stats) fairpool::replay::print_stats(t, o, std::cout);
-    if (!minimize_to.empty()) return fairpool::replay::minimize(t, o, minimize_to, std::cout);
-    return 0;
+    const int status = split_events > 0 ? fairpool::replay::split(c, o, split_events, split_to, std::cout)
+                                        : run(c, o, check, invariants, stats, minimize_to);
+    if (const auto& gap = c.merged.gap)
+        std::cerr << c.last_file() << ":" << gap->line << ": gap: " << gap->events
+                  << " events were lost after this point; nothing after it was recorded\n";
+    return status;
 }

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <optional>
@@ -22,7 +24,26 @@ std::string quoted_error(core::event_error e) {
     return e == core::event_error::ok ? std::string("no error") : std::string("`! ") + core::to_string(e) + "`";
 }
 
-std::string at(const options& o, std::size_t line) { return o.file + ":" + std::to_string(line) + ": "; }
+std::string at(const std::string& file, std::size_t line) { return file + ":" + std::to_string(line) + ": "; }
+
+// The machines of a lockstep run, from the chain's snapshot (or from scratch).
+model::lockstep machines_from(const core::config& c, const std::vector<core::snapshot_record>& snapshot) {
+    if (snapshot.empty()) return model::lockstep(c, 1);
+    return model::lockstep(c, snapshot, 1);
+}
+
+core::scheduler core_from(const core::config& c, const std::vector<core::snapshot_record>& snapshot) {
+    if (snapshot.empty()) return core::scheduler(c, 1);
+    return core::scheduler(c, snapshot, 1);
+}
+
+std::vector<core::snapshot_record> snapshot_of(const core::scheduler& s) {
+    std::vector<core::snapshot_record> records;
+    records.reserve(s.snapshot_size());
+    auto put = [&records](const core::snapshot_record& r) { records.push_back(r); };
+    s.snapshot(put);
+    return records;
+}
 
 // The first breach of a list of events under --invariants: its index and message.
 struct breach {
@@ -30,9 +51,9 @@ struct breach {
     std::string message;
 };
 
-std::optional<breach> first_breach(const core::config& c, const std::vector<core::event>& events,
-                                   model::lockstep::fault fault) {
-    model::lockstep machines(c, 1);
+std::optional<breach> first_breach(const core::config& c, const std::vector<core::snapshot_record>& snapshot,
+                                   const std::vector<core::event>& events, model::lockstep::fault fault) {
+    model::lockstep machines = machines_from(c, snapshot);
     machines.plant(fault);
     for (std::size_t i = 0; i < events.size(); ++i) {
         auto outcome = machines.step(events[i]);
@@ -45,10 +66,13 @@ std::optional<breach> first_breach(const core::config& c, const std::vector<core
 // that no longer exist. Repair keeps a subsequence meaningful: a release names the
 // lease its slot holds now, and an event that was valid in the full trace but would
 // now be refused is dropped. Events refused in the full trace too are kept as they are.
-std::vector<core::event> repaired(const core::config& c, const std::vector<core::event>& events,
-                                  const std::vector<bool>& valid_in_full_trace) {
-    core::scheduler s(c, 1);
+std::vector<core::event> repaired(const core::config& c, const std::vector<core::snapshot_record>& snapshot,
+                                  const std::vector<core::event>& events, const std::vector<bool>& valid_in_full_trace) {
+    core::scheduler s = core_from(c, snapshot);
     std::vector<std::uint64_t> lease_of_slot(c.max_slots, 0);
+    for (const core::snapshot_record& r : snapshot)
+        if (const auto* slot = std::get_if<core::snapshot_slot>(&r); slot && slot->state == core::slot_state::leased)
+            lease_of_slot[slot->index] = slot->lease;
     std::vector<core::event> kept;
     for (std::size_t i = 0; i < events.size(); ++i) {
         core::event e = events[i];
@@ -81,6 +105,17 @@ std::string signature(const std::string& full_message) {
     return out;
 }
 
+// The header, with the snapshot of `s` (the chain's, canonically) in a v2 trace.
+void write_header(std::ostream& out, const trace::trace& t, const core::scheduler& s) {
+    if (t.version >= 2 || !t.snapshot.empty()) {
+        const std::vector<core::snapshot_record> records =
+            t.snapshot.empty() ? std::vector<core::snapshot_record>{} : snapshot_of(s);
+        trace::write_header_v2(out, t.config, t.segment, records);
+    } else {
+        trace::write_header(out, t.config);
+    }
+}
+
 std::vector<core::event> events_of(const trace::trace& t) {
     std::vector<core::event> events;
     for (const trace::step& s : t.steps) events.push_back(s.event);
@@ -96,35 +131,40 @@ core::nanos percentile(const std::vector<core::nanos>& sorted, double p) {
 
 }  // namespace
 
-int print_canonical(const trace::trace& t, const options& o, std::ostream& out) {
-    model::lockstep machines(t.config, 1);
+int print_canonical(const chain& c, const options& o, std::ostream& out) {
+    const trace::trace& t = c.merged;
+    model::lockstep machines = machines_from(t.config, c.snapshot);
     machines.plant(o.fault);
-    trace::write_header(out, t.config);
+    write_header(out, t, machines.core());
     for (const trace::step& s : t.steps) {
         const auto outcome = machines.step(s.event);
         trace::write_step(out, s.event, *outcome.effects, outcome.error);
     }
+    if (t.gap) trace::write_gap(out, t.gap->events);
     return 0;
 }
 
-int check(const trace::trace& t, const options& o, std::ostream& out) {
-    model::lockstep machines(t.config, 1);
+int check(const chain& c, const options& o, std::ostream& out) {
+    const trace::trace& t = c.merged;
+    model::lockstep machines = machines_from(t.config, c.snapshot);
     machines.plant(o.fault);
     std::size_t effects_checked = 0;
-    for (const trace::step& s : t.steps) {
+    for (std::size_t i = 0; i < t.steps.size(); ++i) {
+        const trace::step& s = t.steps[i];
+        const std::string& file = c.file_of(i);
         const auto outcome = machines.step(s.event);
         const std::vector<core::effect>& got = *outcome.effects;
         const std::size_t n = std::max(got.size(), s.effects.size());
         for (std::size_t j = 0; j < n; ++j) {
             if (j < got.size() && j < s.effects.size() && got[j] == s.effects[j].effect) continue;
             if (j >= got.size()) {
-                out << at(o, s.effects[j].line) << "expected " << quoted_effect(s.effects[j].effect)
+                out << at(file, s.effects[j].line) << "expected " << quoted_effect(s.effects[j].effect)
                     << " got no further effect\n";
             } else if (j >= s.effects.size()) {
                 const std::size_t line = s.effects.empty() ? s.line : s.effects.back().line;
-                out << at(o, line) << "expected no further effect got " << quoted_effect(got[j]) << "\n";
+                out << at(file, line) << "expected no further effect got " << quoted_effect(got[j]) << "\n";
             } else {
-                out << at(o, s.effects[j].line) << "expected " << quoted_effect(s.effects[j].effect) << " got "
+                out << at(file, s.effects[j].line) << "expected " << quoted_effect(s.effects[j].effect) << " got "
                     << quoted_effect(got[j]) << "\n";
             }
             return 1;
@@ -132,27 +172,31 @@ int check(const trace::trace& t, const options& o, std::ostream& out) {
         effects_checked += n;
         const core::event_error recorded = s.error.value_or(core::event_error::ok);
         if (recorded != outcome.error) {
-            out << at(o, s.error ? s.error_line : s.line) << "expected " << quoted_error(recorded) << " got "
+            out << at(file, s.error ? s.error_line : s.line) << "expected " << quoted_error(recorded) << " got "
                 << quoted_error(outcome.error) << "\n";
             return 1;
         }
     }
-    out << o.file << ": ok, " << t.steps.size() << " events and " << effects_checked << " effects as recorded\n";
+    out << c.name << ": ok, " << t.steps.size() << " events and " << effects_checked << " effects as recorded\n";
     return 0;
 }
 
-int check_invariants(const trace::trace& t, const options& o, std::ostream& out) {
-    if (const auto found = first_breach(t.config, events_of(t), o.fault)) {
-        out << at(o, t.steps[found->index].line) << found->message << "\n";
+int check_invariants(const chain& c, const options& o, std::ostream& out) {
+    const trace::trace& t = c.merged;
+    if (const auto found = first_breach(t.config, c.snapshot, events_of(t), o.fault)) {
+        out << at(c.file_of(found->index), t.steps[found->index].line) << found->message << "\n";
         return 1;
     }
-    out << o.file << ": ok, " << t.steps.size() << " events, core agrees with the model, invariants hold\n";
+    out << c.name << ": ok, " << t.steps.size() << " events, core agrees with the model, invariants hold\n";
     return 0;
 }
 
-int print_stats(const trace::trace& t, const options& o, std::ostream& out) {
-    core::scheduler s(t.config, 1);
+int print_stats(const chain& segments, const options& /*o*/, std::ostream& out) {
+    const trace::trace& t = segments.merged;
+    core::scheduler s = core_from(t.config, segments.snapshot);
     std::map<std::uint64_t, std::pair<std::uint64_t, core::nanos>> waiting;  // waiter → (handle, acquired at)
+    for (const core::snapshot_record& r : segments.snapshot)  // queued before the snapshot: they wait from their arrival
+        if (const auto* w = std::get_if<core::snapshot_waiter>(&r)) waiting[w->id] = {w->handle, w->arrived_at};
     std::map<std::uint64_t, std::uint64_t> grants_per_handle;
     std::map<std::uint64_t, bool> handle_waited;
     std::vector<core::nanos> waits;
@@ -174,7 +218,10 @@ int print_stats(const trace::trace& t, const options& o, std::ostream& out) {
     }
     std::sort(waits.begin(), waits.end());
     const core::stats& c = s.counters();
-    out << o.file << ": " << t.steps.size() << " events\n";
+    out << segments.name << ": " << t.steps.size() << " events\n";
+    if (!segments.snapshot.empty())
+        out << "from a snapshot: the counts below include what came before it (the snapshot carries them); "
+               "waits and grants per handle cover the events replayed\n";
     out << "grants: " << c.grants_immediate + c.grants_after_wait << " (" << c.grants_immediate << " immediate, "
         << c.grants_after_wait << " after waiting)\n";
     out << "rejections:";
@@ -195,16 +242,17 @@ int print_stats(const trace::trace& t, const options& o, std::ostream& out) {
     return 0;
 }
 
-int minimize(const trace::trace& t, const options& o, const std::string& output_path, std::ostream& out) {
+int minimize(const chain& c, const options& o, const std::string& output_path, std::ostream& out) {
+    const trace::trace& t = c.merged;
     const std::vector<core::event> events = events_of(t);
-    const auto original = first_breach(t.config, events, o.fault);
+    const auto original = first_breach(t.config, c.snapshot, events, o.fault);
     if (!original) {
-        out << o.file << ": the trace does not fail under --invariants: nothing to minimize\n";
+        out << c.name << ": the trace does not fail under --invariants: nothing to minimize\n";
         return 1;
     }
     std::vector<bool> valid(events.size());
     {
-        core::scheduler s(t.config, 1);
+        core::scheduler s = core_from(t.config, c.snapshot);
         for (std::size_t i = 0; i < events.size(); ++i) valid[i] = s.step(events[i]).ok();
     }
     // ddmin works on indices into the full trace; each candidate is repaired, then replayed.
@@ -212,29 +260,74 @@ int minimize(const trace::trace& t, const options& o, const std::string& output_
         std::vector<core::event> subset;
         std::vector<bool> subset_valid;
         for (const std::size_t i : indices) subset.push_back(events[i]), subset_valid.push_back(valid[i]);
-        return repaired(t.config, subset, subset_valid);
+        return repaired(t.config, c.snapshot, subset, subset_valid);
     };
     const std::string wanted = signature(original->message);
     std::size_t runs = 0;
     const std::function<bool(const std::vector<std::size_t>&)> fails = [&](const std::vector<std::size_t>& indices) {
         ++runs;
-        const auto found = first_breach(t.config, candidate(indices), o.fault);
+        const auto found = first_breach(t.config, c.snapshot, candidate(indices), o.fault);
         return found && signature(found->message) == wanted;
     };
     std::vector<std::size_t> all(events.size());
     for (std::size_t i = 0; i < all.size(); ++i) all[i] = i;
     const std::vector<core::event> smallest = candidate(ddmin(all, fails));
-    trace::trace shrunk{t.config, {}};
-    for (const core::event& e : smallest) shrunk.steps.push_back({e, 0, {}, std::nullopt, 0});
+    // One trace: the chain's config and first snapshot, the events left; no segment (it
+    // is no longer a piece of the recording) and no gap.
+    chain shrunk;
+    shrunk.merged.version = t.version;
+    shrunk.merged.config = t.config;
+    shrunk.merged.snapshot = t.snapshot;
+    shrunk.snapshot = c.snapshot;
+    for (const core::event& e : smallest) shrunk.merged.steps.push_back({e, 0, {}, std::nullopt, 0});
     std::ofstream file(output_path);
     if (!file) {
         out << output_path << ": cannot write\n";
         return 2;
     }
     print_canonical(shrunk, o, file);
-    out << o.file << ": " << events.size() << " events shrunk to " << smallest.size() << " (" << runs
-        << " replays), still failing with: " << first_breach(t.config, smallest, o.fault)->message << "\n"
+    out << c.name << ": " << events.size() << " events shrunk to " << smallest.size() << " (" << runs
+        << " replays), still failing with: " << first_breach(t.config, c.snapshot, smallest, o.fault)->message
+        << "\n"
         << "written to " << output_path << "\n";
+    return 0;
+}
+
+int split(const chain& c, const options& o, std::uint64_t events, const std::string& directory, std::ostream& out) {
+    const trace::trace& t = c.merged;
+    std::error_code error;
+    std::filesystem::create_directories(directory, error);
+    if (error) {
+        out << directory << ": cannot create: " << error.message() << "\n";
+        return 2;
+    }
+    model::lockstep machines = machines_from(t.config, c.snapshot);
+    machines.plant(o.fault);
+    const std::uint64_t first_number = t.segment ? t.segment->number : 0;
+    const std::uint64_t events_before = t.segment ? t.segment->events_before : 0;
+    std::uint64_t written = 0;
+    std::size_t next = 0;
+    do {
+        char name[32];
+        std::snprintf(name, sizeof name, "segment-%08llu.trace",
+                      static_cast<unsigned long long>(first_number + written));
+        const std::filesystem::path path = std::filesystem::path(directory) / name;
+        std::ofstream file(path);
+        if (!file) {
+            out << path.string() << ": cannot write\n";
+            return 2;
+        }
+        const trace::segment_info segment{first_number + written, events_before + next, 0};
+        trace::write_header_v2(file, t.config, segment, snapshot_of(machines.core()));
+        for (const std::size_t end = std::min(t.steps.size(), next + events); next < end; ++next) {
+            const auto outcome = machines.step(t.steps[next].event);
+            trace::write_step(file, t.steps[next].event, *outcome.effects, outcome.error);
+        }
+        if (next == t.steps.size() && t.gap) trace::write_gap(file, t.gap->events);
+        ++written;
+    } while (next < t.steps.size());
+    out << c.name << ": " << t.steps.size() << " events in " << written << " segments, written to " << directory
+        << "\n";
     return 0;
 }
 

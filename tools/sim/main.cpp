@@ -43,6 +43,7 @@ std::string rerun_command(const char* program, const options& o, std::uint64_t s
     if (o.run.handles) cmd += " --handles " + std::to_string(*o.run.handles);
     if (!o.run.shutdown) cmd += " --no-shutdown";
     if (!o.run.plant_fault.empty()) cmd += " --plant-fault " + o.run.plant_fault;
+    if (o.run.snapshot_every) cmd += " --snapshot-every " + std::to_string(o.run.snapshot_every);
     if (o.out != ".") cmd += " --out " + o.out;
     return cmd;
 }

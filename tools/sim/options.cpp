@@ -29,7 +29,7 @@ bool parse_unit(const std::string& text, double& out) {
 const char* usage() {
     return "usage: fairpool-sim [--seed N] [--seeds K] [--events M] [--handles H] [--fault-rate P]\n"
            "                    [--no-shutdown] [--out DIR] [--trace-always] [--quiet] [--help]\n"
-           "                    [--plant-fault NAME]\n"
+           "                    [--plant-fault NAME] [--snapshot-every N]\n"
            "\n"
            "Deterministic simulation of the fairpool scheduler in virtual time: a random config,\n"
            "workload and fault profile per seed; every event is checked against the reference\n"
@@ -45,6 +45,9 @@ const char* usage() {
            "  --out DIR       where traces are written (default: .)\n"
            "  --trace-always  write every seed's trace, also when it passes\n"
            "  --quiet         print only failures and the summary\n"
+           "  --snapshot-every N  every N events, snapshot the core (it must equal the\n"
+           "                  model's) and go on with a core, model and invariant checker\n"
+           "                  restored from it (docs/CONTRACT.md section 7.2); 0: never\n"
            "  --help          this text\n"
            "  --plant-fault NAME  test the tooling: plant a bug in the core's effects, as\n"
            "                  fairpool-replay --fault does: reuse-dirty | lose-cancel | keep-dead\n"
@@ -125,6 +128,8 @@ std::optional<options> parse(int argc, char** argv, std::string& error) {
             ok = value(o.run.plant_fault);
             if (ok && model::planted_fault(o.run.plant_fault) == nullptr)
                 error = "--plant-fault: unknown fault '" + o.run.plant_fault + "'", ok = false;
+        } else if (arg == "--snapshot-every") {
+            ok = number(o.run.snapshot_every, 0, ~std::uint64_t{0});
         } else if (arg == "--help" || arg == "-h") {
             ok = flag(o.help);
         } else {

@@ -1,8 +1,10 @@
 #include "simulation.hpp"
 
+#include <algorithm>
 #include <ostream>
 
 #include "fairpool/model/planted_faults.hpp"
+#include "fairpool/trace/format.hpp"
 #include "fairpool/trace/write.hpp"
 #include "simulation_state.hpp"
 
@@ -16,6 +18,10 @@ simulation::simulation(std::uint64_t seed, const run_settings& settings)
 simulation::~simulation() = default;
 
 seed_result simulation::run() { return impl_->run(); }
+
+const core::config& simulation::config() const { return impl_->sc.config; }
+
+const std::vector<core::event>& simulation::events() const { return impl_->rec_events; }
 
 std::size_t simulation::write_trace(std::ostream& out) const {
     const impl& s = *impl_;
@@ -39,6 +45,7 @@ seed_result simulation::impl::run() {
     result.scenario = describe(sc);
     result.policy = sc.config.policy;
     const std::uint64_t hash_seed = r.next();
+    restore_hash_seed = hash_seed;
     try {
         pool.emplace(sc.config, hash_seed);
         pool->plant(model::planted_fault(settings.plant_fault));
@@ -143,7 +150,7 @@ bool simulation::impl::send(const event& e, event_error expected, bool from_time
                     core::to_string(out.error));
     if (out.error != event_error::ok) {
         ++result.adapter.invalid_events;
-        return true;
+        return !snapshot_due() || restore_from_snapshot();
     }
     now = last_now = e.now;
     apply_event(e);
@@ -167,7 +174,8 @@ bool simulation::impl::send(const event& e, event_error expected, bool from_time
     if (timer && *timer <= now)
         return fail("next_deadline() is " + std::to_string(*timer) + ", not after now (" + std::to_string(now) +
                     "): an armed timer would spin");
-    return true;
+    // Last: `effects` belongs to the machines being replaced.
+    return !snapshot_due() || restore_from_snapshot();
 }
 
 void simulation::impl::apply_event(const event& e) {
@@ -274,6 +282,27 @@ void simulation::impl::apply_effect(const core::effect& f) {
         case effect_kind::leak_suspected: break;
         case effect_kind::closed: closed = true; break;
     }
+}
+
+// --snapshot-every: the run goes on with machines restored from the core's snapshot,
+// which must be the model's, record for record (section 7.2).
+bool simulation::impl::restore_from_snapshot() {
+    std::vector<core::snapshot_record> snapshot;
+    auto put = [&](const core::snapshot_record& rec) { snapshot.push_back(rec); };
+    pool->core().snapshot(put);
+    const std::vector<core::snapshot_record> of_model = pool->model().snapshot();
+    for (std::size_t i = 0; i < std::max(snapshot.size(), of_model.size()); ++i)
+        if (i >= snapshot.size() || i >= of_model.size() || !(snapshot[i] == of_model[i]))
+            return fail("core and model snapshots differ at record " + std::to_string(i) + ": core `" +
+                            (i < snapshot.size() ? trace::format(snapshot[i]) : "(none)") + "`, model `" +
+                            (i < of_model.size() ? trace::format(of_model[i]) : "(none)") + "`");
+    try {
+        pool.emplace(sc.config, snapshot, ++restore_hash_seed);
+    } catch (const core::snapshot_error& e) {
+        return fail("the core refused its own snapshot at record " + std::to_string(e.record()) + ": " + e.what());
+    }
+    pool->plant(model::planted_fault(settings.plant_fault));
+    return true;
 }
 
 bool simulation::impl::check_views() {

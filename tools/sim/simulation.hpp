@@ -80,6 +80,11 @@ public:
     // event with its effects and error). Returns the 1-based line of the last event.
     std::size_t write_trace(std::ostream& out) const;
 
+    // The seed's config and every event sent so far, valid or not, in order (what the
+    // trace holds; the snapshot-equivalence test replays them).
+    [[nodiscard]] const core::config& config() const;
+    [[nodiscard]] const std::vector<core::event>& events() const;
+
 private:
     struct impl;
     std::unique_ptr<impl> impl_;

@@ -98,6 +98,7 @@ struct simulation::impl {
     rng health;  // health settings, faults and delays only: seeds without health play as before
     scenario sc;
     std::optional<model::lockstep> pool;
+    std::uint64_t restore_hash_seed = 0;  // of the cores restored from snapshots (--snapshot-every)
     fairness_meter meter;
     seed_result result;
 
@@ -141,6 +142,10 @@ struct simulation::impl {
     void apply_event(const event& e);
     void apply_effect(const core::effect& f);
     bool check_views();
+    bool restore_from_snapshot();
+    [[nodiscard]] bool snapshot_due() const {
+        return settings.snapshot_every != 0 && result.events % settings.snapshot_every == 0;
+    }
 
     // The world.
     void schedule(nanos delay, item it) {

@@ -22,6 +22,7 @@ struct run_settings {
     double fault_rate = 0.5;               // 0..1, scales every fault probability
     bool shutdown = true;                  // shut down mid-load in some seeds
     std::string plant_fault;               // testing the tooling: a bug planted in the core's effects
+    std::uint64_t snapshot_every = 0;      // restore core, model and checker from a snapshot every N events (0: never)
 };
 
 // A uniform draw in [lo, hi].

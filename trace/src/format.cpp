@@ -1,6 +1,9 @@
-// Printing records of trace format v1, driven by the schema (schema.hpp).
+// Printing records of the trace format, driven by the schema (schema.hpp). Every
+// record is appended to a line_buffer, so that the writer allocates nothing per
+// record; the functions returning a std::string copy that buffer.
 #include "fairpool/trace/format.hpp"
 
+#include "line_buffer.hpp"
 #include "schema.hpp"
 
 namespace fairpool::trace {
@@ -9,40 +12,71 @@ namespace {
 
 // Appends " key=value" for every field of `fields` that `record` gives, in table order.
 template <typename Record>
-void append_fields(std::string& out, const Record& record, std::span<const schema::field<Record>> fields) {
+void append_fields(line_buffer& out, const Record& record, std::span<const schema::field<Record>> fields) {
     for (const schema::field<Record>& f : fields) {
         const std::optional<std::uint64_t> value = f.get(record);
         if (!value) continue;
-        out += ' ';
-        out += f.key;
-        out += '=';
-        if (f.kind == schema::value_kind::u64 || f.kind == schema::value_kind::slot) out += std::to_string(*value);
-        else out += schema::name_of(f.kind, *value);
+        out.append(' ');
+        out.append(f.key);
+        out.append('=');
+        switch (f.kind) {
+            case schema::value_kind::u64:
+            case schema::value_kind::slot:
+            case schema::value_kind::u32: out.append(*value); break;
+            default: out.append(std::string_view(schema::name_of(f.kind, *value))); break;
+        }
     }
 }
 
 // "KIND key=value…": an event or an effect.
 template <typename Record>
-std::string format_record(const Record& record) {
-    std::string out = core::to_string(record.kind);
+void append_record(line_buffer& out, const Record& record) {
+    out.append(std::string_view(core::to_string(record.kind)));
     append_fields(out, record, schema::fields_of(record.kind));
-    return out;
+}
+
+template <typename Append, typename Record>
+std::string to_text(Append append, const Record& record) {
+    line_buffer line;
+    append(line, record);
+    return std::string(line.view());
 }
 
 }  // namespace
 
-std::string format(const core::event& e) { return format_record(e); }
-
-std::string format_line(const core::event& e) {
-    return schema::event_mark + std::to_string(e.now) + " " + format(e);
+void append_event_line(line_buffer& out, const core::event& e) {
+    out.append(schema::event_mark);
+    out.append(e.now);
+    out.append(' ');
+    append_record(out, e);
 }
 
-std::string format(const core::effect& f) { return format_record(f); }
+void append_effect(line_buffer& out, const core::effect& f) { append_record(out, f); }
 
-std::string format_canonical(const core::config& c) {
-    std::string out(schema::config_word);
+void append_snapshot_record(line_buffer& out, const core::snapshot_record& r) {
+    out.append(schema::snapshot_word(r.index()));
+    std::visit(
+        [&out]<typename Record>(const Record& record) {
+            append_fields(out, record, schema::fields_of(std::type_identity<Record>{}));
+        },
+        r);
+}
+
+void append_canonical(line_buffer& out, const core::config& c) {
+    out.append(schema::config_word);
     append_fields(out, c.resolved(), schema::config_fields());  // resolved: every key has its value in force
-    return out;
 }
+
+std::string format(const core::event& e) {
+    return to_text([](line_buffer& out, const core::event& r) { append_record(out, r); }, e);
+}
+
+std::string format_line(const core::event& e) { return to_text(append_event_line, e); }
+
+std::string format(const core::effect& f) { return to_text(append_effect, f); }
+
+std::string format(const core::snapshot_record& r) { return to_text(append_snapshot_record, r); }
+
+std::string format_canonical(const core::config& c) { return to_text(append_canonical, c); }
 
 }  // namespace fairpool::trace

@@ -1,10 +1,13 @@
-// Reading trace format v1 (docs/CONTRACT.md, section 7).
+// Reading trace formats v1 and v2 (docs/CONTRACT.md, sections 7 and 7.2).
 //
 // The reader works line by line: a line is split at '\n'; one trailing '\r' is dropped;
 // '#' starts a comment that runs to the end of the line; what is left is split into
 // fields at spaces and tabs; a line with no field is skipped. The first record is the
 // header, the second the config, every later one an event (`@NOW EVENT k=v…`), an effect
-// (`= EFFECT k=v…`) or an error (`! CODE`).
+// (`= EFFECT k=v…`) or an error (`! CODE`). A v2 trace may also hold, right after the
+// config, a `segment` record and a snapshot (`snapshot` … `snapshot_end`, contiguous,
+// before the first event), and end with a `gap` record. A snapshot that reads is then
+// checked by restoring a scheduler from it, so a trace that reads can be replayed.
 //
 // What each record may hold (keys, their order, which are required, how each value is
 // spelled) is the schema's (schema.hpp), which the writer follows too. Every name
@@ -26,6 +29,7 @@
 #include <string_view>
 #include <vector>
 
+#include "fairpool/core/scheduler.hpp"
 #include "schema.hpp"
 
 namespace fairpool::trace {
@@ -136,15 +140,45 @@ std::string name_list(schema::value_kind kind) {
     return out;
 }
 
-// What a record is called in messages: "event release", "effect grant", or the config.
+// What a record is called in messages: "event release", "effect grant", the config, or
+// a v2 record ("'slot' record").
 struct record_name {
-    const char* category = nullptr;  // "event" or "effect"; nullptr for the config line
-    const char* name = nullptr;      // core::to_string of its kind
+    const char* category = nullptr;  // "event" or "effect"; nullptr for the config line and v2 records
+    std::string_view name;           // core::to_string of its kind, or a v2 record's word; empty for the config
 
+    [[nodiscard]] bool is_config() const { return !category && name.empty(); }
     [[nodiscard]] std::string text() const {
-        return category ? std::string(category) + " " + name : std::string(schema::config_word);
+        if (category) return std::string(category) + " " + std::string(name);
+        if (name.empty()) return std::string(schema::config_word);
+        return quote(name) + " record";
     }
 };
+
+// The words of the records only a v2 trace may hold.
+bool is_v2_word(std::string_view word) {
+    if (word == schema::segment_word || word == schema::gap_word) return true;
+    for (std::size_t i = 0; i < schema::snapshot_kinds; ++i)
+        if (word == schema::snapshot_word(i)) return true;
+    return false;
+}
+
+// A snapshot record of the alternative `I`, default-constructed.
+template <std::size_t I = 0>
+std::optional<core::snapshot_record> snapshot_record_of(std::string_view word) {
+    if constexpr (I == schema::snapshot_kinds) {
+        return std::nullopt;
+    } else {
+        if (word == schema::snapshot_word(I)) return core::snapshot_record(std::in_place_index<I>);
+        return snapshot_record_of<I + 1>(word);
+    }
+}
+
+constexpr std::size_t snapshot_begin_index = 0;
+constexpr std::size_t snapshot_end_index = schema::snapshot_kinds - 1;
+static_assert(std::is_same_v<std::variant_alternative_t<snapshot_begin_index, core::snapshot_record>,
+                             core::snapshot_begin>);
+static_assert(std::is_same_v<std::variant_alternative_t<snapshot_end_index, core::snapshot_record>,
+                             core::snapshot_end>);
 
 // ---- The reader --------------------------------------------------------------------
 
@@ -171,29 +205,49 @@ public:
     // After the last line; `lines` is how many lines there were.
     trace finish(std::size_t lines) {
         line_ = lines + 1;
-        if (records_ == 0) fail("expected header '" + std::string(schema::header) + "', found end of file");
+        if (records_ == 0) fail(expected_header() + ", found end of file");
         if (records_ == 1) fail("expected 'config' record, found end of file");
+        if (in_snapshot_) fail(missing_snapshot_end() + ", found end of file");
+        if (!trace_.snapshot.empty()) check_snapshot();
         return std::move(trace_);
     }
 
 private:
     [[noreturn]] void fail(std::string message) const { throw failure{line_, std::move(message)}; }
 
+    static std::string expected_header() {
+        return "expected header '" + std::string(schema::header) + "' or '" + std::string(schema::header_v2) + "'";
+    }
+
     void header(const std::vector<std::string_view>& fields) {
-        if (fields.size() != 2 || fields[0] != schema::header_word || fields[1] != schema::version_word)
-            fail("expected header '" + std::string(schema::header) + "', found " + quote(joined(fields)));
+        const bool v1 = fields.size() == 2 && fields[0] == schema::header_word && fields[1] == schema::version_word;
+        const bool v2 = fields.size() == 2 && fields[0] == schema::header_word && fields[1] == schema::version_word_v2;
+        if (!v1 && !v2) fail(expected_header() + ", found " + quote(joined(fields)));
+        trace_.version = v2 ? 2 : 1;
         header_line_ = line_;
     }
 
     void config_record(const std::vector<std::string_view>& fields) {
         if (fields[0] != schema::config_word) fail("expected 'config' record, found " + quote(joined(fields)));
         config_line_ = line_;
+        trace_.config_line = line_;
         read_fields(trace_.config, schema::config_fields(), fields, 1, record_name{});
         if (auto why = core::validate(trace_.config)) fail("invalid config: " + *why);
     }
 
     void body(const std::vector<std::string_view>& fields) {
         const std::string_view first = fields[0];
+        if (trace_.gap) fail("record after the gap on line " + std::to_string(trace_.gap->line) +
+                             " (a gap is the last record)");
+        if (is_v2_word(first) && trace_.version < 2)
+            fail(quote(first) + " record needs " + std::string(schema::header_v2));
+        if (in_snapshot_ && first != schema::snapshot_word(snapshot_begin_index)) {
+            if (auto record = snapshot_record_of(first)) return snapshot_record(std::move(*record), fields);
+            fail(missing_snapshot_end() + " before " + quote(joined(fields)));
+        }
+        if (first == schema::segment_word) return segment_record(fields);
+        if (first == schema::gap_word) return gap_record(fields);
+        if (auto record = snapshot_record_of(first)) return snapshot_record(std::move(*record), fields);
         if (first.front() == schema::event_mark) return event_record(fields);
         if (first == schema::effect_mark) return effect_record(fields);
         if (first == schema::error_mark) return error_record(fields);
@@ -218,10 +272,84 @@ private:
         if (!kind) fail("unknown event " + quote(fields[1]));
         e.kind = *kind;
         read_fields(e, schema::fields_of(e.kind), fields, 2, record_name{"event", core::to_string(e.kind)});
+        first_event_line_ = first_event_line_ ? first_event_line_ : line_;
         step s;
         s.event = e;
         s.line = line_;
         trace_.steps.push_back(std::move(s));
+    }
+
+    // ---- v2 records (section 7.2) ----
+
+    std::string missing_snapshot_end() const {
+        return "missing 'snapshot_end' (the snapshot begins on line " + std::to_string(snapshot_begin_line_) + ")";
+    }
+
+    // Something that must come right after the config line (and the segment record).
+    void before_the_body(std::string_view what) const {
+        if (first_event_line_)
+            fail(std::string(what) + " after the first event (line " + std::to_string(first_event_line_) +
+                 "); it must come right after the config record");
+    }
+
+    void segment_record(const std::vector<std::string_view>& fields) {
+        if (trace_.segment)
+            fail("repeated segment record (first on line " + std::to_string(trace_.segment->line) + ")");
+        before_the_body("segment record");
+        if (snapshot_begin_line_)
+            fail("segment record after the snapshot (line " + std::to_string(snapshot_begin_line_) +
+                 "); it must come right after the config record");
+        segment_info segment;
+        read_fields(segment, schema::segment_fields(), fields, 1, record_name{nullptr, schema::segment_word});
+        segment.line = line_;
+        trace_.segment = segment;
+    }
+
+    void snapshot_record(core::snapshot_record record, const std::vector<std::string_view>& fields) {
+        const std::string_view word = fields[0];
+        if (record.index() == snapshot_begin_index) {
+            if (snapshot_begin_line_)
+                fail("repeated snapshot record (first on line " + std::to_string(snapshot_begin_line_) + ")");
+            before_the_body("snapshot");
+            snapshot_begin_line_ = line_;
+            in_snapshot_ = true;
+        } else if (!in_snapshot_) {
+            if (snapshot_begin_line_)
+                fail(quote(word) + " record after the end of the snapshot on line " +
+                     std::to_string(trace_.snapshot.back().line));
+            fail(quote(word) + " record outside a snapshot (a snapshot begins with a 'snapshot' record)");
+        }
+        std::visit(
+            [&]<typename Record>(Record& r) {
+                read_fields(r, schema::fields_of(std::type_identity<Record>{}), fields, 1,
+                            record_name{nullptr, word});
+            },
+            record);
+        if (record.index() == snapshot_end_index) in_snapshot_ = false;
+        trace_.snapshot.push_back(snapshot_line{record, line_});
+    }
+
+    void gap_record(const std::vector<std::string_view>& fields) {
+        gap_info gap;
+        read_fields(gap, schema::gap_fields(), fields, 1, record_name{nullptr, schema::gap_word});
+        if (gap.events == 0) fail("gap of 0 events (a gap loses at least one event)");
+        gap.line = line_;
+        trace_.gap = gap;
+    }
+
+    // A snapshot no scheduler with this config could be in is a read error, like an
+    // invalid config: restoring one is the check (the core owns the rules).
+    void check_snapshot() {
+        std::vector<core::snapshot_record> records;
+        records.reserve(trace_.snapshot.size());
+        for (const snapshot_line& s : trace_.snapshot) records.push_back(s.record);
+        try {
+            const core::scheduler restored(trace_.config, records, 0);
+        } catch (const core::snapshot_error& e) {
+            line_ = e.record() < trace_.snapshot.size() ? trace_.snapshot[e.record()].line
+                                                        : trace_.snapshot.back().line + 1;
+            fail("snapshot: " + std::string(e.what()));
+        }
     }
 
     void effect_record(const std::vector<std::string_view>& fields) {
@@ -281,6 +409,15 @@ private:
                 if (slot >= schema::slot_limit) fail("slot " + std::to_string(slot) + " out of range 0..65535");
                 return slot;
             }
+            case value_kind::u32: {
+                const std::uint64_t n = number(text, key);
+                if (n > UINT32_MAX)
+                    fail("number " + std::to_string(n) + " too large for " + quote(key) + " (max " +
+                         std::to_string(UINT32_MAX) + ")");
+                return n;
+            }
+            case value_kind::slot_state:
+            case value_kind::counter:
             case value_kind::outcome:
             case value_kind::check_outcome:
             case value_kind::reset_outcome:
@@ -308,7 +445,7 @@ private:
             std::size_t j = 0;
             while (j < schema_fields.size() && schema_fields[j].key != key) ++j;
             if (j == schema_fields.size()) {
-                if (!what.category) fail("unknown config key " + quote(key));
+                if (what.is_config()) fail("unknown config key " + quote(key));
                 fail("unknown key " + quote(key) + " for " + what.text());
             }
             if (seen[j]) fail("repeated key " + quote(key));
@@ -325,6 +462,9 @@ private:
     std::size_t records_ = 0;
     std::size_t header_line_ = 0;
     std::size_t config_line_ = 0;
+    std::size_t first_event_line_ = 0;     // 0: no event yet
+    std::size_t snapshot_begin_line_ = 0;  // 0: no snapshot
+    bool in_snapshot_ = false;             // between `snapshot` and `snapshot_end`
 };
 
 // Restores a stream's exception mask, which read() clears so that no stream

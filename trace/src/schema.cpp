@@ -1,4 +1,4 @@
-// The tables of trace format v1 (see schema.hpp).
+// The tables of the trace format (see schema.hpp).
 #include "schema.hpp"
 
 #include <array>
@@ -40,6 +40,8 @@ constexpr value_kind kind_of() {
     else if constexpr (std::is_same_v<T, core::reject_reason>) return value_kind::reject_reason;
     else if constexpr (std::is_same_v<T, core::retire_reason>) return value_kind::retire_reason;
     else if constexpr (std::is_same_v<T, core::fairness_policy>) return value_kind::policy;
+    else if constexpr (std::is_same_v<T, core::slot_state>) return value_kind::slot_state;
+    else if constexpr (std::is_same_v<T, core::counter>) return value_kind::counter;
     else {
         static_assert(std::is_same_v<T, core::idle_order>, "a member type with no value kind");
         return value_kind::idle_order;
@@ -73,6 +75,13 @@ constexpr field<record_of<Member>> field_of(std::string_view key) {
     static_assert(P == presence::optional || !is_optional<type_of<Member>>::value,
                   "a std::optional member is an optional field");
     return {key, kind_of<type_of<Member>>(), P == presence::required, &get<Member>, &set<Member>};
+}
+
+// A std::uint32_t that is not a slot: any value up to 2^32-1.
+template <auto Member>
+constexpr field<record_of<Member>> u32_field_of(std::string_view key) {
+    static_assert(std::is_same_v<type_of<Member>, std::uint32_t>);
+    return {key, value_kind::u32, true, &get<Member>, &set<Member>};
 }
 
 // ---- Events ----------------------------------------------------------------------------
@@ -141,6 +150,88 @@ constexpr std::array config_keys = {
 };
 static_assert(config_keys.size() == max_fields);
 
+// ---- v2: segment, snapshot records, gap (section 7.2) --------------------------------
+
+constexpr std::array segment_keys = {
+    field_of<&segment_info::number>("number"),
+    field_of<&segment_info::events_before>("events_before"),
+};
+constexpr std::array gap_keys = {field_of<&gap_info::events>("events")};
+
+using core::snapshot_begin;
+using core::snapshot_bucket;
+using core::snapshot_counter;
+using core::snapshot_handle;
+using core::snapshot_idle;
+using core::snapshot_slot;
+using core::snapshot_waiter;
+
+constexpr std::array begin_fields = {
+    field_of<&snapshot_begin::now>("now"),
+    field_of<&snapshot_begin::started>("started"),
+    field_of<&snapshot_begin::shutting_down>("shutting_down"),
+    field_of<&snapshot_begin::closed>("closed"),
+    field_of<&snapshot_begin::last_lease>("last_lease"),
+    field_of<&snapshot_begin::highest_waiter>("highest_waiter"),
+    field_of<&snapshot_begin::arrivals>("arrivals"),
+    field_of<&snapshot_begin::spawn_failures_in_a_row>("spawn_failures_in_a_row"),
+    field_of<&snapshot_begin::backoff_end>("backoff_end"),
+    field_of<&snapshot_begin::idle_seq>("idle_seq"),
+    field_of<&snapshot_begin::jitter_state>("jitter_state"),
+};
+
+constexpr std::array slot_fields = {
+    field_of<&snapshot_slot::index>("index"),
+    field_of<&snapshot_slot::state>("state"),
+    field_of<&snapshot_slot::expires_at>("expires_at"),
+    field_of<&snapshot_slot::verified_at>("verified_at"),
+    field_of<&snapshot_slot::idle_since>("idle_since"),
+    field_of<&snapshot_slot::idle_seq>("idle_seq"),
+    field_of<&snapshot_slot::granted_at>("granted_at"),
+    field_of<&snapshot_slot::lease>("lease"),
+    field_of<&snapshot_slot::uses>("uses"),
+    field_of<&snapshot_slot::leak_unreported>("leak_unreported"),
+    field_of<&snapshot_slot::keepalive_check>("keepalive_check"),
+};
+
+constexpr std::array idle_fields = {field_of<&snapshot_idle::slot>("slot")};
+
+constexpr std::array handle_fields = {
+    field_of<&snapshot_handle::id>("id"),
+    field_of<&snapshot_handle::weight>("weight"),
+    field_of<&snapshot_handle::turn>("turn"),
+};
+
+// `deadline` is written only when the waiter has one (never = none).
+std::optional<std::uint64_t> waiter_deadline(const snapshot_waiter& w) {
+    if (w.deadline == core::never) return std::nullopt;
+    return w.deadline;
+}
+void set_waiter_deadline(snapshot_waiter& w, std::uint64_t value) { w.deadline = value; }
+
+constexpr std::array waiter_fields = {
+    field_of<&snapshot_waiter::id>("id"),
+    field_of<&snapshot_waiter::handle>("handle"),
+    field_of<&snapshot_waiter::arrived_at>("arrived_at"),
+    field_of<&snapshot_waiter::arrival>("arrival"),
+    field<snapshot_waiter>{"deadline", value_kind::u64, false, &waiter_deadline, &set_waiter_deadline},
+};
+
+constexpr std::array counter_fields = {
+    field_of<&snapshot_counter::name>("name"),
+    field_of<&snapshot_counter::value>("value"),
+};
+
+constexpr std::array bucket_fields = {
+    u32_field_of<&snapshot_bucket::index>("index"),
+    field_of<&snapshot_bucket::count>("count"),
+};
+
+// By index in core::snapshot_record.
+constexpr std::array<std::string_view, snapshot_kinds> snapshot_words = {
+    "snapshot", "slot", "idle", "handle", "waiter", "counter", "wait_bucket", "snapshot_end",
+};
+
 // ---- Names -----------------------------------------------------------------------------
 
 // core has no count for these.
@@ -190,6 +281,34 @@ std::span<const field<effect>> fields_of(core::effect_kind k) noexcept {
 
 std::span<const field<config>> config_fields() noexcept { return config_keys; }
 
+std::string_view snapshot_word(std::size_t variant_index) noexcept {
+    return variant_index < snapshot_words.size() ? snapshot_words[variant_index] : "?";
+}
+std::span<const field<core::snapshot_begin>> fields_of(std::type_identity<core::snapshot_begin>) noexcept {
+    return begin_fields;
+}
+std::span<const field<core::snapshot_slot>> fields_of(std::type_identity<core::snapshot_slot>) noexcept {
+    return slot_fields;
+}
+std::span<const field<core::snapshot_idle>> fields_of(std::type_identity<core::snapshot_idle>) noexcept {
+    return idle_fields;
+}
+std::span<const field<core::snapshot_handle>> fields_of(std::type_identity<core::snapshot_handle>) noexcept {
+    return handle_fields;
+}
+std::span<const field<core::snapshot_waiter>> fields_of(std::type_identity<core::snapshot_waiter>) noexcept {
+    return waiter_fields;
+}
+std::span<const field<core::snapshot_counter>> fields_of(std::type_identity<core::snapshot_counter>) noexcept {
+    return counter_fields;
+}
+std::span<const field<core::snapshot_bucket>> fields_of(std::type_identity<core::snapshot_bucket>) noexcept {
+    return bucket_fields;
+}
+std::span<const field<core::snapshot_end>> fields_of(std::type_identity<core::snapshot_end>) noexcept { return {}; }
+std::span<const field<segment_info>> segment_fields() noexcept { return segment_keys; }
+std::span<const field<gap_info>> gap_fields() noexcept { return gap_keys; }
+
 const char* name_of(value_kind kind, std::uint64_t index) noexcept {
     switch (kind) {
         case value_kind::outcome: return core::to_string(static_cast<core::release_outcome>(index));
@@ -200,8 +319,11 @@ const char* name_of(value_kind kind, std::uint64_t index) noexcept {
         case value_kind::retire_reason: return core::to_string(static_cast<core::retire_reason>(index));
         case value_kind::policy: return core::to_string(static_cast<core::fairness_policy>(index));
         case value_kind::idle_order: return core::to_string(static_cast<core::idle_order>(index));
+        case value_kind::slot_state: return core::to_string(static_cast<core::slot_state>(index));
+        case value_kind::counter: return core::to_string(static_cast<core::counter>(index));
         case value_kind::u64:
-        case value_kind::slot: break;
+        case value_kind::slot:
+        case value_kind::u32: break;
     }
     return "?";
 }
@@ -216,8 +338,11 @@ int name_count(value_kind kind) noexcept {
         case value_kind::retire_reason: return core::retire_reason_count;
         case value_kind::policy: return fairness_policy_count;
         case value_kind::idle_order: return idle_order_count;
+        case value_kind::slot_state: return core::slot_state_count;
+        case value_kind::counter: return core::counter_count;
         case value_kind::u64:
-        case value_kind::slot: break;
+        case value_kind::slot:
+        case value_kind::u32: break;
     }
     return 0;
 }

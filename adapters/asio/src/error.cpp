@@ -21,6 +21,7 @@ public:
             case error::closed: return "the pool is closed";
             case error::busy: return "the pool's mailbox is full";
             case error::timed_out: return "the pool did not close before the deadline";
+            case error::not_recording: return "the pool records nothing (pool_options::recording is not set)";
         }
         return "unknown fairpool error";
     }
@@ -52,6 +53,8 @@ std::optional<std::string> validate(const pool_options& o) {
     if (o.retire_grace.count() < 0) return std::string("retire_grace: must not be negative");
     if (o.check_timeout.count() <= 0) return std::string("check_timeout: must be positive");
     if (o.reset_timeout.count() <= 0) return std::string("reset_timeout: must be positive");
+    if (o.recording)
+        if (auto why = validate(*o.recording)) return "recording." + *why;
     return std::nullopt;
 }
 

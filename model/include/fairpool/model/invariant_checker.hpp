@@ -27,6 +27,7 @@
 
 #include "fairpool/core/config.hpp"
 #include "fairpool/core/event.hpp"
+#include "fairpool/core/snapshot.hpp"
 #include "fairpool/core/stats.hpp"
 
 namespace fairpool::model {
@@ -35,6 +36,12 @@ class invariant_checker {
 public:
     // Throws core::config_error (message names the field) on an invalid config.
     explicit invariant_checker(const core::config& config);
+    // Starts from the state a snapshot describes (docs/CONTRACT.md section 7.2), to
+    // check a segment: its queued waiters are live, its leases out, its handles in the
+    // rotation in its order with the front's turn in progress. It trusts the snapshot
+    // to be one the core accepts; what came before it (completed waiters, earlier
+    // turns) is unknown, so the rules that need that history check from the snapshot on.
+    invariant_checker(const core::config& config, std::span<const core::snapshot_record> snapshot);
 
     // Call once per step, after the scheduler returned. Returns a description of the
     // first breach found in this step ("invariant 6: slot 2 idle while 3 waiters
@@ -70,8 +77,7 @@ private:
     struct slot_info {
         core::slot_state state = core::slot_state::empty;
         bool fresh = false;             // spawned since its last retire (invariant 7)
-        core::nanos birth = 0;          // now of its spawned
-        core::nanos lifetime = 0;       // of its resource (decision 13)
+        core::nanos expires_at = core::never;  // now of its spawned + its lifetime (decision 13)
         std::uint64_t uses = 0;         // grants since spawned
         std::uint64_t idle_seq = 0;     // order in which idle times were set (decision 5)
         core::nanos idle_since = 0;     // idle time: a passed check leaves it (decision 5)
@@ -176,6 +182,10 @@ private:
     [[nodiscard]] std::uint64_t live_slots() const;
     [[nodiscard]] const waiter_info* find_live(std::uint64_t waiter) const;
     void breach(std::string message);
+
+    // Snapshots (invariant_checker_snapshot.cpp).
+    void restore(const core::snapshot_record& r);
+    void restore_rotation(const std::vector<core::snapshot_handle>& rotation);
 
     core::config config_;
 

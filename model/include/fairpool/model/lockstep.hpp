@@ -4,6 +4,7 @@
 // invariant checker finds no breach. The oracle of the property tests, of
 // `fairpool-replay --invariants`, of `fairpool-sim` and of the fuzzers.
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,12 @@ public:
 
     explicit lockstep(const core::config& c);
     lockstep(const core::config& c, std::uint64_t hash_seed);
+    // All three from the same snapshot (docs/CONTRACT.md section 7.2): the core through
+    // its restoring constructor (throws core::snapshot_error for a snapshot it refuses,
+    // before the model and the checker read it), the model and the checker each
+    // through their own.
+    lockstep(const core::config& c, std::span<const core::snapshot_record> snapshot);
+    lockstep(const core::config& c, std::span<const core::snapshot_record> snapshot, std::uint64_t hash_seed);
 
     // Steps both machines and compares them.
     outcome step(const core::event& e);

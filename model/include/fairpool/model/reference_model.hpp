@@ -6,10 +6,12 @@
 #include <deque>
 #include <map>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "fairpool/core/config.hpp"
 #include "fairpool/core/event.hpp"
+#include "fairpool/core/snapshot.hpp"
 #include "fairpool/core/stats.hpp"
 
 namespace fairpool::model {
@@ -18,6 +20,11 @@ class reference_model {
 public:
     // Throws core::config_error (message names the field) on an invalid config.
     explicit reference_model(const core::config& config);
+    // The state a snapshot describes (docs/CONTRACT.md section 7.2), read on its own,
+    // without the core's code. It trusts the snapshot to be one the core accepts
+    // (a trace's snapshot has been through the core's restoring constructor); an index
+    // out of range throws std::out_of_range rather than going wrong.
+    reference_model(const core::config& config, std::span<const core::snapshot_record> snapshot);
 
     // Validates the event (an invalid one changes nothing and returns its error),
     // then runs the steps of section 5 and returns their effects in order (valid until
@@ -26,6 +33,10 @@ public:
 
     // Earliest time at which a tick would emit an effect, or nullopt.
     [[nodiscard]] std::optional<core::nanos> next_deadline() const;
+
+    // The records of section 7.2, in its order, every field a state does not use at its
+    // default: what the core's snapshot() writes for the same state.
+    [[nodiscard]] std::vector<core::snapshot_record> snapshot() const;
 
     [[nodiscard]] const core::stats& counters() const;
     [[nodiscard]] core::slot_state slot(std::uint32_t index) const;
@@ -37,11 +48,12 @@ private:
     // One of the max_slots places (section 1).
     struct slot_record {
         core::slot_state state = core::slot_state::empty;
-        core::nanos birth = 0;         // `now` of its `spawned` (decision 5)
-        core::nanos lifetime = 0;      // max_lifetime, less its jitter draw (decision 13)
-        std::uint64_t uses = 0;        // grants since then (decision 5)
+        // `now` of its `spawned` + max_lifetime less its jitter draw (decision 13);
+        // never without max_lifetime.
+        core::nanos expires_at = core::never;
+        std::uint64_t uses = 0;        // grants since its `spawned` (decision 5)
         core::nanos idle_since = 0;    // its idle time: a passed check leaves it (decision 5)
-        std::uint64_t idle_step = 0;   // the step that set idle_since: ties of idle times
+        std::uint64_t idle_seq = 0;    // idle_seq_ when idle_since was set: ties of idle times
         core::nanos verified = 0;      // `now` its resource was last verified (section 1)
         bool keepalive = false;        // while checking: a keepalive check, not one on checkout
         std::uint64_t lease = 0;       // the live lease, while leased
@@ -55,6 +67,13 @@ private:
         std::uint64_t handle = 0;
         core::nanos deadline = core::never;  // effective deadline (decision 1)
         core::nanos acquired_at = 0;         // `now` of its acquire (decision 2)
+        std::uint64_t arrival = 0;           // arrivals_ before it was queued
+    };
+
+    // An active handle's place in the rotation (decision 3).
+    struct turn_record {
+        std::uint64_t weight = 1;  // its turn size, from the acquire that made it active
+        std::uint64_t turn = 0;    // grants since it reached the front
     };
 
     // Step 1: validation (section 3).
@@ -112,7 +131,6 @@ private:
     [[nodiscard]] std::optional<std::uint32_t> oldest_by_idle_time() const;
     [[nodiscard]] bool past_lifetime(const slot_record& s, core::nanos now) const;
     [[nodiscard]] bool past_idle_timeout_unwaited(const slot_record& s, core::nanos now) const;
-    [[nodiscard]] core::nanos end_of_life(const slot_record& s) const;
     [[nodiscard]] std::uint64_t keepalive_checks_in_flight() const;
     [[nodiscard]] bool keepalive_due(core::nanos now) const;
     [[nodiscard]] core::nanos draw_lifetime();
@@ -131,6 +149,10 @@ private:
     void emit_reject(std::uint64_t waiter, core::reject_reason why);
     void refresh_gauges();
 
+    // Snapshots (section 7.2).
+    void restore(const core::snapshot_record& r);
+    [[nodiscard]] core::snapshot_slot snapshot_of(std::uint32_t index) const;
+
     core::config config_;  // resolved
     core::stats stats_{};
     std::vector<core::effect> effects_;  // of the current step
@@ -140,7 +162,9 @@ private:
     bool shutting_down_ = false;
     bool closed_emitted_ = false;
     std::uint64_t next_lease_ = 1;  // lease ids 1, 2, 3, ... in grant order (section 1)
-    std::uint64_t steps_ = 0;       // valid steps so far (the order of idle times)
+    std::uint64_t highest_waiter_ = 0;  // of every valid acquire so far
+    std::uint64_t arrivals_ = 0;        // waiters queued so far (ties equal deadlines)
+    std::uint64_t idle_seq_ = 0;        // slots that became idle after a use so far (decision 5)
     std::uint64_t jitter_state_ = 0;  // splitmix64 state of the lifetime draws (decision 13)
 
     std::uint64_t failures_ = 0;               // consecutive spawn failures (decision 6)
@@ -150,8 +174,7 @@ private:
     std::vector<std::uint32_t> idle_order_;    // idle slots, least recently verified first
     std::vector<waiter_record> waiters_;       // queued waiters, in arrival order
     std::deque<std::uint64_t> rotation_;       // active handles; front has the turn
-    std::map<std::uint64_t, std::uint64_t> weight_;  // turn size of each handle in rotation_
-    std::uint64_t turn_ = 0;                   // grants to the front handle since it reached the front
+    std::map<std::uint64_t, turn_record> turns_;  // of each handle in rotation_
 };
 
 }  // namespace fairpool::model

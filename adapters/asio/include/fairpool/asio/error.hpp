@@ -17,6 +17,7 @@ enum class error {
     closed,         // the pool is shutting down or closed
     busy,           // the mailbox was full: nothing was queued, try again later
     timed_out,      // async_close's deadline passed with work still out
+    not_recording,  // dump_recording on a pool without pool_options::recording
 };
 
 [[nodiscard]] const boost::system::error_category& category() noexcept;

@@ -4,9 +4,9 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
-#include <ostream>
 #include <string>
 
+#include "fairpool/asio/recorder_options.hpp"
 #include "fairpool/core/config.hpp"
 
 namespace fairpool {
@@ -37,10 +37,12 @@ struct pool_options {
     std::chrono::nanoseconds check_timeout = std::chrono::seconds(5);
     std::chrono::nanoseconds reset_timeout = std::chrono::seconds(5);
 
-    // Opt-in recording: every event the actor feeds the scheduler, with its effects, in
-    // trace format v1 (docs/CONTRACT.md section 7). Written on the actor; the stream
-    // must outlive the pool. Replays with `fairpool-replay --check`.
-    std::ostream* recorder = nullptr;
+    // The flight recorder (recorder_options.hpp), off unless set: every event the actor
+    // feeds the scheduler, with its effects, in segments of trace format v2
+    // (docs/CONTRACT.md section 7.2) that replay with `fairpool-replay --check`. Costs
+    // the actor a copy into a preallocated ring per step; a thread of the recorder's
+    // own writes the files. See pool::dump_recording and pool::recording_status.
+    std::optional<recorder_options> recording;
 
     // Called on the actor when a lease has been held for leak_threshold.
     std::function<void(std::uint32_t slot, std::uint64_t lease)> on_leak_suspected;

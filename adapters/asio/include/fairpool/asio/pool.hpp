@@ -23,7 +23,9 @@
 // can give a clock it advances by hand (tests/adapter/manual_clock.hpp).
 #include <boost/asio/async_result.hpp>
 #include <chrono>
+#include <filesystem>
 #include <memory>
+#include <optional>
 
 #include "fairpool/asio/close_report.hpp"
 #include "fairpool/asio/detail/pool_state.hpp"
@@ -122,6 +124,22 @@ public:
     // A snapshot of the scheduler's counters (docs/CONTRACT.md section 9), from any thread.
     [[nodiscard]] core::stats stats() const noexcept { return state()->stats(); }
     [[nodiscard]] executor_type get_executor() const noexcept { return state()->get_executor(); }
+
+    // The flight recorder (pool_options::recording). dump_recording blocks the caller
+    // until the recorder's writer has drained what the pool recorded so far and written
+    // the retained segments into `dir` (created if missing): copies of the segment
+    // files kept (the current one flushed first), or, memory_only, the last two
+    // segments; then `fairpool-replay --check DIR` replays them. Safe from any thread,
+    // the pool's own included (it waits for the writer thread, never for the pool), but
+    // it blocks that thread for the copy. error::not_recording if recording is off; a
+    // filesystem error if writing fails. recording_status: what the recorder did so far
+    // (nullopt if recording is off).
+    [[nodiscard]] boost::system::error_code dump_recording(const std::filesystem::path& dir) const {
+        return state()->dump_recording(dir);
+    }
+    [[nodiscard]] std::optional<fairpool::recording_status> recording_status() const {
+        return state()->recording();
+    }
 
     // Diagnostics. Drains posted to the pool's executor so far (wake-ups are coalesced,
     // so this grows by at most one per command), drains run (inline in an initiating

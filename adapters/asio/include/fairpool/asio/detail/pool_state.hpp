@@ -11,12 +11,12 @@
 //                           budget of commands: the rest goes on in a posted drain);
 //                           publish the counters; arm the one deadline timer; let go,
 //                           re-checking the mailbox.
-//   feed                    one core step; record it; publish the counters before a
+//   feed                    one core step; record it (a copy into the flight
+//                           recorder's ring, if on); publish the counters before a
 //                           completion is posted; perform the effects: completions
 //                           posted to the handlers' executors, the resource hooks
 //                           (create, check, reset, close) and on_leak_suspected posted
-//                           to the pool's. A drain runs no user code (but the opt-in
-//                           recorder's write).
+//                           to the pool's. A drain runs no user code at all.
 //
 // Time is the Clock's (std::chrono::steady_clock unless the pool is given another): the
 // scheduler's nanoseconds count from the pool's creation, and every timer (the
@@ -46,7 +46,7 @@
 #include "fairpool/asio/detail/mailbox.hpp"
 #include "fairpool/asio/detail/operation_table.hpp"
 #include "fairpool/asio/detail/pool_registry.hpp"
-#include "fairpool/asio/detail/recording.hpp"
+#include "fairpool/asio/detail/flight_recorder.hpp"
 #include "fairpool/asio/detail/resources.hpp"
 #include "fairpool/asio/detail/stats_board.hpp"
 #include "fairpool/asio/error.hpp"
@@ -87,7 +87,7 @@ public:
           io_executor_(executor_.target<boost::asio::io_context::executor_type>()),
           epoch_(Clock::now()),
           core_(options_.scheduler),
-          recording_(options_.recorder, options_.scheduler),
+          recorder_(options_.recording ? std::make_unique<flight_recorder>(*options_.recording, core_) : nullptr),
           limit_(static_cast<std::uint32_t>(options_.scheduler.max_waiters) + options_.mailbox_capacity),
           mailbox_(limit_, options_.scheduler.max_slots),
           operations_(limit_),
@@ -126,6 +126,16 @@ public:
     [[nodiscard]] std::chrono::nanoseconds retire_grace() const noexcept { return options_.retire_grace; }
     [[nodiscard]] std::chrono::nanoseconds check_timeout() const noexcept { return options_.check_timeout; }
     [[nodiscard]] std::chrono::nanoseconds reset_timeout() const noexcept { return options_.reset_timeout; }
+
+    // The flight recorder (pool::dump_recording, pool::recording_status).
+    [[nodiscard]] boost::system::error_code dump_recording(const std::filesystem::path& dir) {
+        if (!recorder_) return make_error_code(error::not_recording);
+        return recorder_->dump(dir);
+    }
+    [[nodiscard]] std::optional<recording_status> recording() const {
+        if (!recorder_) return std::nullopt;
+        return recorder_->status();
+    }
 
     // Nanoseconds since the pool was created, by the Clock: the scheduler's clock.
     [[nodiscard]] core::nanos now() const noexcept {
@@ -319,7 +329,7 @@ private:
 
     // A drain cannot stop half-way: the effects of a completed step must all be
     // performed and the actor let go, and what can throw in a drain (an allocation
-    // failure posting a completion, a recorder stream that throws) would leave the pool
+    // failure posting a completion) would leave the pool
     // unable to keep its promises. Fatal, like a broken invariant.
     template <class Drain>
     static void drain_or_die(Drain&& drain) noexcept {
@@ -438,8 +448,9 @@ private:
 
     // One core step (inside drain_or_die: what can throw here is fatal).
     void feed(const core::event& e) {
+        if (recorder_) recorder_->before_step(core_);
         const core::step_result r = core_.step(e);
-        recording_.step(e, r);
+        if (recorder_) recorder_->after_step(e, r);
         FAIRPOOL_ASSERT(r.ok());  // the actor only sends valid events
         commands_fed_.store(commands_fed_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
         counters_unpublished_ = true;
@@ -555,7 +566,7 @@ private:
 
     // Owned by the actor (touched only by the drain holding it).
     core::scheduler core_;
-    recording recording_;
+    std::unique_ptr<flight_recorder> recorder_;  // null unless options_.recording
     core::nanos drain_now_ = 0;
     std::optional<core::nanos> armed_;
     struct {

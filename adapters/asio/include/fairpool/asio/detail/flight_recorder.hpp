@@ -1,0 +1,204 @@
+#pragma once
+// The flight recorder (pool_options::recording): the actor's side and the writer thread.
+//
+//   actor    before each core step: starts the next segment when one is due (a
+//            segment_start and a snapshot of the state before the step), or ends a
+//            gap; after it: pushes the event and its effects into the ring. Never
+//            blocks, allocates, formats or does I/O: when the ring has no room for a
+//            step, the step is dropped and counted (a gap); once the ring has room for
+//            a gap record, a segment start and a whole snapshot again, the gap is
+//            pushed and a new segment starts with a fresh snapshot.
+//   writer   a thread of its own, waking every flush_interval (never woken per record:
+//            that would cost the actor a syscall a step), and for dump_recording and
+//            the recorder's end: drains the ring into the flight_writer.
+//
+// The ring is a single-producer single-consumer queue: the actor is one producer at a
+// time (whichever thread holds it; taking the actor orders it after the last holder),
+// the writer thread the one consumer.
+#include <boost/lockfree/spsc_queue.hpp>
+#include <boost/system/error_code.hpp>
+#include <atomic>
+#include <condition_variable>
+#include <filesystem>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "fairpool/asio/detail/flight_record.hpp"
+#include "fairpool/asio/detail/flight_writer.hpp"
+#include "fairpool/asio/recorder_options.hpp"
+#include "fairpool/core/scheduler.hpp"
+
+namespace fairpool::detail {
+
+class flight_recorder {
+public:
+    // Segment 0 starts at once, with a snapshot of `core` (not started yet); then the
+    // writer thread starts.
+    flight_recorder(const recorder_options& o, const core::scheduler& core);
+    flight_recorder(const flight_recorder&) = delete;
+    flight_recorder& operator=(const flight_recorder&) = delete;
+    // After the actor's last step: a pending gap is still written; everything in the
+    // ring is written and the writer thread joined.
+    ~flight_recorder();
+
+    // The actor, around each core step.
+    void before_step(const core::scheduler& core) noexcept {
+        if (events_left_ == 0 || in_gap_) [[unlikely]]
+            start_segment(core);
+    }
+    void after_step(const core::event& e, const core::step_result& r) noexcept {
+        ++events_seen_;
+        if (in_gap_ || ring_.write_available() <= r.effects.size()) [[unlikely]]
+            return lose_step();
+        ring_.push(flight_record{step_record{e, static_cast<std::uint32_t>(r.effects.size()), r.error}});
+        for (const core::effect& f : r.effects) ring_.push(flight_record{f});
+        --events_left_;
+    }
+
+    // Blocks until the writer has drained the ring and written the retained segments
+    // into `dir`. From any thread but the actor.
+    [[nodiscard]] boost::system::error_code dump(const std::filesystem::path& dir);
+    [[nodiscard]] recording_status status() const;
+
+    // The ring's capacity for these options and this (resolved) config.
+    [[nodiscard]] static std::size_t capacity(const recorder_options& o, const core::config& resolved) noexcept {
+        return static_cast<std::size_t>(o.ring_records + core::max_snapshot_records(resolved) + 4);
+    }
+
+private:
+    struct dump_request {
+        std::filesystem::path dir;
+        boost::system::error_code result;
+        bool done = false;
+    };
+
+    void start_segment(const core::scheduler& core) noexcept;
+    void lose_step() noexcept;
+    void run_writer();
+    void drain();
+
+    const recorder_options options_;
+    boost::lockfree::spsc_queue<flight_record> ring_;
+
+    // The actor's.
+    std::uint64_t events_seen_ = 0;  // recorded or lost
+    std::uint64_t events_left_ = 0;  // in the current segment
+    std::uint64_t next_segment_ = 0;
+    std::uint64_t lost_ = 0;  // in the open gap
+    bool in_gap_ = false;
+
+    // Written by the actor, read by status().
+    std::atomic<std::uint64_t> segments_started_{0};
+    std::atomic<std::uint64_t> events_lost_{0};
+    std::atomic<std::uint64_t> gaps_{0};
+
+    mutable std::mutex mutex_;
+    std::condition_variable wake_;  // the writer: a dump request or the end
+    std::condition_variable dumped_;
+    std::vector<dump_request*> requests_;  // guarded by mutex_
+    bool stopping_ = false;                 // guarded by mutex_
+    recording_status written_;              // guarded by mutex_: the writer's part, after each drain
+
+    flight_writer writer_;  // the writer thread's (the destructor's after the join)
+    std::thread thread_;
+};
+
+inline flight_recorder::flight_recorder(const recorder_options& o, const core::scheduler& core)
+    : options_(o), ring_(capacity(o, core.configuration())), writer_(o, core.configuration()) {
+    start_segment(core);
+    thread_ = std::thread([this] { run_writer(); });
+}
+
+inline flight_recorder::~flight_recorder() {
+    {
+        std::lock_guard lock(mutex_);
+        stopping_ = true;
+    }
+    wake_.notify_one();
+    thread_.join();
+    if (in_gap_ && lost_ > 0) {
+        writer_.consume(flight_record{gap_record{lost_}});
+        gaps_.fetch_add(1, std::memory_order_relaxed);
+    }
+    writer_.finish();
+}
+
+// Rare: a segment is due, or the ring is full.
+[[gnu::noinline]] inline void flight_recorder::start_segment(const core::scheduler& core) noexcept {
+    const std::uint64_t snapshot = core.snapshot_size();
+    const std::size_t room = ring_.write_available();
+    if (in_gap_) {
+        if (room < 2 + snapshot) return;  // still full: this step is lost too
+        ring_.push(flight_record{gap_record{lost_}});
+        gaps_.fetch_add(1, std::memory_order_relaxed);
+        in_gap_ = false;
+        lost_ = 0;
+    } else if (room < 1 + snapshot) {
+        in_gap_ = true;  // the segment is due but cannot start: the steps until it can are lost
+        return;
+    }
+    ring_.push(flight_record{segment_start{next_segment_++, events_seen_}});
+    auto put = [this](const core::snapshot_record& r) { ring_.push(flight_record{r}); };
+    core.snapshot(put);
+    events_left_ = options_.segment_events;
+    segments_started_.fetch_add(1, std::memory_order_relaxed);
+}
+
+[[gnu::noinline]] inline void flight_recorder::lose_step() noexcept {
+    in_gap_ = true;
+    ++lost_;
+    events_lost_.fetch_add(1, std::memory_order_relaxed);
+}
+
+inline void flight_recorder::run_writer() {
+    std::vector<dump_request*> serving;
+    for (;;) {
+        bool stop = false;
+        {
+            std::unique_lock lock(mutex_);
+            wake_.wait_for(lock, options_.flush_interval, [this] { return stopping_ || !requests_.empty(); });
+            serving.swap(requests_);
+            stop = stopping_;
+        }
+        drain();  // what was pushed before each request and before the stop
+        for (dump_request* r : serving) r->result = writer_.dump(r->dir);
+        {
+            std::lock_guard lock(mutex_);
+            writer_.fill(written_);
+            for (dump_request* r : serving) r->done = true;
+        }
+        if (!serving.empty()) dumped_.notify_all();
+        serving.clear();
+        if (stop) return;
+    }
+}
+
+inline void flight_recorder::drain() {
+    ring_.consume_all([this](const flight_record& r) { writer_.consume(r); });
+    writer_.flush();
+}
+
+inline boost::system::error_code flight_recorder::dump(const std::filesystem::path& dir) {
+    dump_request request;
+    request.dir = dir;
+    std::unique_lock lock(mutex_);
+    requests_.push_back(&request);
+    wake_.notify_one();
+    dumped_.wait(lock, [&request] { return request.done; });
+    return request.result;
+}
+
+inline recording_status flight_recorder::status() const {
+    recording_status s;
+    {
+        std::lock_guard lock(mutex_);
+        s = written_;
+    }
+    s.segments_started = segments_started_.load(std::memory_order_relaxed);
+    s.events_lost = events_lost_.load(std::memory_order_relaxed);
+    s.gaps = gaps_.load(std::memory_order_relaxed);
+    return s;
+}
+
+}  // namespace fairpool::detail

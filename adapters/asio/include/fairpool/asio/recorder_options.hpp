@@ -1,0 +1,59 @@
+#pragma once
+// The flight recorder's settings (pool_options::recording) and what it reports
+// (pool::recording_status). The recorder is meant to stay on in production: the actor
+// copies each step into a preallocated ring (no allocation, no formatting, no I/O), and
+// a thread the recorder owns turns the ring into segment files of trace format v2
+// (docs/CONTRACT.md section 7.2) that `fairpool-replay` replays one by one or as a
+// chain.
+//
+// Memory: the ring holds ring_records + max_snapshot_records(config) + 4 records of
+// sizeof(detail::flight_record) (88) bytes each, allocated when the pool is made.
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+
+namespace fairpool {
+
+struct recorder_options {
+    // Where segment files go: segment-00000000.trace, segment-00000001.trace, …
+    // numbered by segment number (created if missing). Files of an earlier recording
+    // found there at start are moved into DIRECTORY/previous/ (replacing what was
+    // there), so the recording of the run before a restart survives one restart.
+    // Unused with memory_only.
+    std::filesystem::path directory;
+    // Events per segment (each segment starts with the config and a snapshot). At least 1.
+    std::uint64_t segment_events = 100'000;
+    // Segment files kept, the current one included; older ones are deleted, oldest
+    // first. At least 1.
+    std::uint32_t keep_segments = 8;
+    // No files: the writer keeps the last two segments in memory (so the last
+    // segment_events events and the snapshot before them are always there) and
+    // writes them only on pool::dump_recording.
+    bool memory_only = false;
+    // Records the ring holds beyond one snapshot of the largest state (an event is one
+    // record, each of its effects one more). When the writer falls behind and the ring
+    // is full, events are lost, never waited for: the segment ends with `gap events=N`
+    // and the next one starts with a fresh snapshot. At least 1, at most 2^26.
+    std::uint32_t ring_records = 65'536;
+    // How often the writer wakes to drain the ring and flush the current file: a crash
+    // loses at most about this much of the recording. Positive.
+    std::chrono::milliseconds flush_interval{10};
+};
+
+// Empty if valid, else "FIELD: why".
+[[nodiscard]] std::optional<std::string> validate(const recorder_options& o);
+
+// What the recorder did so far (pool::recording_status).
+struct recording_status {
+    std::uint64_t segments_started = 0;  // by the actor: segment records pushed
+    std::uint64_t segments_written = 0;  // by the writer: segments whose start it wrote
+    std::uint64_t events_written = 0;    // steps the writer wrote (files or memory)
+    std::uint64_t events_lost = 0;       // in gaps (the ring was full), the open one included
+    std::uint64_t gaps = 0;              // gap records pushed
+    std::uint64_t write_errors = 0;      // failed writes; after the first, nothing more is written
+    std::string last_error;              // the last failure, empty if none
+};
+
+}  // namespace fairpool

@@ -1,0 +1,16 @@
+#include "fairpool/asio/recorder_options.hpp"
+
+namespace fairpool {
+
+std::optional<std::string> validate(const recorder_options& o) {
+    if (!o.memory_only && o.directory.empty())
+        return std::string("directory: must be given (or memory_only set)");
+    if (o.segment_events < 1) return std::string("segment_events: must be at least 1");
+    if (o.keep_segments < 1) return std::string("keep_segments: must be at least 1");
+    if (o.ring_records < 1) return std::string("ring_records: must be at least 1");
+    if (o.ring_records > (1U << 26)) return "ring_records: " + std::to_string(o.ring_records) + " is above 67108864";
+    if (o.flush_interval.count() <= 0) return std::string("flush_interval: must be positive");
+    return std::nullopt;
+}
+
+}  // namespace fairpool
