@@ -1,0 +1,143 @@
+#include "cluster.hpp"
+
+#include <netinet/in.h>
+#include <pwd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <vector>
+
+namespace pg {
+
+namespace {
+
+std::string read_file(const std::string& path) {
+    std::ifstream in(path);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
+
+// Who runs PostgreSQL's programs when we are root.
+const passwd* unprivileged_user() {
+    if (const char* name = std::getenv("FAIRPOOL_PG_USER"); name && *name) return ::getpwnam(name);
+    if (const passwd* p = ::getpwnam("postgres")) return p;
+    return ::getpwnam("nobody");
+}
+
+}  // namespace
+
+std::uint16_t free_loopback_port() {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0) throw std::runtime_error("free_loopback_port: socket");
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof addr;
+    if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+        ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+        ::close(fd);
+        throw std::runtime_error("free_loopback_port: bind");
+    }
+    ::close(fd);
+    return ntohs(addr.sin_port);
+}
+
+std::string cluster::default_bin_dir() {
+    const char* bin = std::getenv("FAIRPOOL_PG_BIN");
+    return bin && *bin ? bin : "/usr/lib/postgresql/15/bin";
+}
+
+cluster::cluster(std::string bin_dir) : bin_(std::move(bin_dir)) {
+    if (!std::filesystem::exists(bin_ + "/initdb"))
+        throw std::runtime_error("no PostgreSQL at " + bin_ + " (install Debian's postgresql: tools/install-deps)");
+    std::string pattern = (std::filesystem::temp_directory_path() / "fairpool-pg-XXXXXX").string();
+    std::vector<char> buffer(pattern.begin(), pattern.end());
+    buffer.push_back('\0');
+    if (::mkdtemp(buffer.data()) == nullptr) throw std::runtime_error("cluster: mkdtemp failed");
+    dir_ = buffer.data();
+    if (::geteuid() == 0) {
+        const passwd* user = unprivileged_user();
+        if (user == nullptr || user->pw_uid == 0)
+            throw std::runtime_error("cluster: running as root and no unprivileged user for initdb (set FAIRPOOL_PG_USER)");
+        if (::chown(dir_.c_str(), user->pw_uid, user->pw_gid) != 0)
+            throw std::runtime_error("cluster: chown " + dir_ + " failed");
+        as_user_ = std::string("runuser -u ") + user->pw_name + " -- ";
+    }
+    try {
+        run("initdb", bin_ + "/initdb -D " + dir_ + "/data -U fairpool -A trust -E UTF8 --no-sync");
+        start();
+    } catch (...) {
+        std::filesystem::remove_all(dir_);
+        throw;
+    }
+}
+
+cluster::~cluster() {
+    if (running_) {
+        try {
+            stop("immediate");
+        } catch (...) {
+        }
+    }
+    std::error_code ignored;
+    std::filesystem::remove_all(dir_, ignored);
+}
+
+void cluster::run(const std::string& what, const std::string& command_line) const {
+    const std::string log = dir_ + "/" + what + ".out";
+    const std::string full = as_user_ + command_line + " >" + log + " 2>&1";
+    if (std::system(full.c_str()) != 0) {
+        std::string server_log = read_file(dir_ + "/server.log");
+        throw std::runtime_error("cluster: " + what + " failed: " + full + "\n" + read_file(log) +
+                                 (server_log.empty() ? "" : "server log:\n" + server_log));
+    }
+}
+
+void cluster::start() {
+    // A port free a moment ago may be taken by the time the server binds it: retry.
+    for (int attempt = 1;; ++attempt) {
+        port_ = free_loopback_port();
+        try {
+            start_on_port();
+            return;
+        } catch (const std::runtime_error&) {
+            if (attempt == 3) throw;
+        }
+    }
+}
+
+void cluster::start_on_port() {
+    const std::string options = "-p " + std::to_string(port_) + " -k " + dir_ +
+                                " -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200";
+    run("start", bin_ + "/pg_ctl -D " + dir_ + "/data -l " + dir_ + "/server.log -w -t 60 -o '" + options + "' start");
+    running_ = true;
+}
+
+void cluster::stop(const std::string& mode) {
+    run("stop", bin_ + "/pg_ctl -D " + dir_ + "/data -w -t 60 -m " + mode + " stop");
+    running_ = false;
+}
+
+// Same port: the pool's connection parameters stay valid.
+void cluster::restart(const std::string& mode) {
+    stop(mode);
+    start_on_port();
+}
+
+parameters cluster::connect_parameters() const {
+    return {{"host", "127.0.0.1"}, {"port", std::to_string(port_)}, {"user", "fairpool"}, {"dbname", "postgres"},
+            {"gssencmode", "disable"}, {"sslmode", "disable"}};
+}
+
+std::string cluster::conninfo() const {
+    return "host=127.0.0.1 port=" + std::to_string(port_) +
+           " user=fairpool dbname=postgres gssencmode=disable sslmode=disable";
+}
+
+}  // namespace pg

@@ -1,0 +1,56 @@
+#pragma once
+// A throwaway PostgreSQL cluster for tests and benchmarks: initdb in a new temporary
+// directory, the server on a free loopback port (TCP on 127.0.0.1 only; its Unix socket
+// in that directory), trust authentication, fsync off. Removed when destroyed.
+//
+// initdb and the server refuse to run as root. As root (CI), every PostgreSQL program
+// runs through `runuser -u USER --` as an unprivileged user: FAIRPOOL_PG_USER if set,
+// else `postgres` (Debian's postgresql-common creates it), else `nobody`; the
+// temporary directory is handed to that user (chown). As any other user they run as is.
+#include <cstdint>
+#include <string>
+
+#include "connection.hpp"
+
+namespace pg {
+
+class cluster {
+public:
+    // PostgreSQL's programs: FAIRPOOL_PG_BIN if set, else Debian's /usr/lib/postgresql/15/bin.
+    [[nodiscard]] static std::string default_bin_dir();
+
+    // Creates and starts the cluster; throws std::runtime_error with the failing step's
+    // output if it cannot.
+    explicit cluster(std::string bin_dir = default_bin_dir());
+    cluster(const cluster&) = delete;
+    cluster& operator=(const cluster&) = delete;
+    ~cluster();  // stops the server (immediate) and removes the directory
+
+    void start();
+    // mode: "smart", "fast" (ends every session) or "immediate".
+    void stop(const std::string& mode = "fast");
+    void restart(const std::string& mode = "fast");
+
+    [[nodiscard]] std::uint16_t port() const noexcept { return port_; }
+    [[nodiscard]] const std::string& directory() const noexcept { return dir_; }
+    // Parameters for connection::connect: host, port, user, dbname.
+    [[nodiscard]] parameters connect_parameters() const;
+    [[nodiscard]] std::string conninfo() const;
+
+private:
+    // Runs a PostgreSQL program (as the unprivileged user when root); throws with its
+    // output on a non-zero exit.
+    void run(const std::string& what, const std::string& command_line) const;
+    void start_on_port();
+
+    std::string bin_;
+    std::string dir_;
+    std::string as_user_;  // the runuser prefix, or empty
+    std::uint16_t port_ = 0;
+    bool running_ = false;
+};
+
+// A loopback TCP port nobody listens on right now.
+[[nodiscard]] std::uint16_t free_loopback_port();
+
+}  // namespace pg
