@@ -30,9 +30,10 @@
 
 #include "cluster.hpp"
 #include "pooled.hpp"
+#include "sessions.hpp"
 
 namespace asio = boost::asio;
-using clock_type = std::chrono::steady_clock;
+using namespace fairpool::bench;
 using namespace std::chrono_literals;
 
 namespace {
@@ -45,14 +46,6 @@ struct settings {
     std::string json;
 };
 
-struct result {
-    std::string scenario;  // pg_sessions, or pg_sessions_reset (the pool with DISCARD ALL on release)
-    std::string design;
-    double sessions_per_second = 0;
-    double p50_us = 0, p99_us = 0;
-    std::uint64_t connections = 0;
-    std::uint64_t failures = 0;
-};
 
 bool number(const char* s, unsigned long& out) {
     const char* end = s + std::char_traits<char>::length(s);
@@ -60,46 +53,7 @@ bool number(const char* s, unsigned long& out) {
     return err == std::errc{} && p == end && out > 0;
 }
 
-double percentile(std::vector<std::uint32_t>& v, double p) {
-    if (v.empty()) return 0;
-    const auto k = static_cast<std::size_t>(p * static_cast<double>(v.size() - 1));
-    std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(k), v.end());
-    return v[k];
-}
-
-// Runs `parallel` workers taking sessions until `sessions` are done; `finish` runs once
-// the last session is done, before the context stops.
-template <class Session, class Finish>
-result run(const std::string& design, const settings& s, asio::io_context& io, Session session, Finish finish) {
-    std::vector<std::uint32_t> latencies;
-    latencies.reserve(s.sessions);
-    unsigned long next = 0;
-    unsigned long workers = s.parallel;
-    result r{"pg_sessions", design, 0, 0, 0, 0, 0};
-    double seconds = 0;
-    const auto start = clock_type::now();
-    for (unsigned long w = 0; w < s.parallel; ++w)
-        asio::co_spawn(io, [&]() -> asio::awaitable<void> {
-            while (next < s.sessions) {
-                const unsigned long n = next++;
-                const auto t0 = clock_type::now();
-                if (!co_await session(n)) ++r.failures;
-                latencies.push_back(static_cast<std::uint32_t>(
-                    std::chrono::duration_cast<std::chrono::microseconds>(clock_type::now() - t0).count()));
-            }
-            if (--workers == 0) {
-                seconds = std::chrono::duration<double>(clock_type::now() - start).count();
-                co_await finish();
-            }
-        }, asio::detached);
-    io.run();
-    r.sessions_per_second = static_cast<double>(s.sessions) / seconds;
-    r.p50_us = percentile(latencies, 0.5);
-    r.p99_us = percentile(latencies, 0.99);
-    return r;
-}
-
-result with_pool(const settings& s, const pg::parameters& params, bool reset) {
+session_result with_pool(const settings& s, const pg::parameters& params, bool reset) {
     asio::io_context io;
     pg::canceller cancels;
     fairpool::pool_options o;
@@ -107,8 +61,8 @@ result with_pool(const settings& s, const pg::parameters& params, bool reset) {
     o.scheduler.max_waiters = std::max<std::uint64_t>(1024, s.parallel);
     o.scheduler.reset_on_release = reset;
     pg::pool pool(io.get_executor(), o, pg::hooks(params, "fairpool-bench", cancels));
-    result r = run(
-        "fairpool", s, io,
+    session_result r = run_sessions(
+        reset ? "pg_sessions_reset" : "pg_sessions", "fairpool", s.sessions, s.parallel, io,
         [&](unsigned long n) -> asio::awaitable<bool> {
             auto [ec, lease] = co_await pool.async_acquire(asio::as_tuple(asio::use_awaitable));
             if (ec) co_return false;
@@ -120,16 +74,15 @@ result with_pool(const settings& s, const pg::parameters& params, bool reset) {
             (void)co_await pool.async_close(asio::as_tuple(asio::use_awaitable));
         });
     r.connections = pool.stats().spawns;
-    if (reset) r.scenario = "pg_sessions_reset";
     return r;
 }
 
-result connect_per_request(const settings& s, pg::parameters params) {
+session_result connect_per_request(const settings& s, pg::parameters params) {
     params.emplace_back("application_name", "fairpool-bench-cpr");
     pg::canceller cancels;
     std::uint64_t opened = 0;
     asio::io_context io;
-    result r = run("connect_per_request", s, io, [&](unsigned long n) -> asio::awaitable<bool> {
+    auto session = [&](unsigned long n) -> asio::awaitable<bool> {
         try {
             auto c = co_await pg::connection::connect(params, cancels);
             ++opened;
@@ -140,37 +93,11 @@ result connect_per_request(const settings& s, pg::parameters params) {
         } catch (const std::exception&) {
             co_return false;
         }
-    }, []() -> asio::awaitable<void> { co_return; });
+    };
+    session_result r = run_sessions("pg_sessions", "connect_per_request", s.sessions, s.parallel, io, session,
+                                    []() -> asio::awaitable<void> { co_return; });
     r.connections = opened;
     return r;
-}
-
-// JSON numbers by std::to_chars (shortest round trip); a non-finite one is null.
-std::string json_number(double v) {
-    if (!std::isfinite(v)) return "null";
-    char buffer[64];
-    const auto [end, err] = std::to_chars(buffer, buffer + sizeof buffer, v);
-    return err == std::errc{} ? std::string(buffer, end) : "null";
-}
-
-void write_json(const std::string& file, const std::vector<result>& results) {
-    std::ofstream out(file);
-    out << "[\n";
-    bool first = true;
-    const auto row = [&](const result& r, const char* metric, double value, const char* unit) {
-        out << (first ? "  " : ",\n  ") << R"({"scenario": ")" << r.scenario << R"(", "design": ")" << r.design
-            << R"(", "metric": ")" << metric << R"(", "value": )" << json_number(value) << R"(, "unit": ")" << unit
-            << "\"}";
-        first = false;
-    };
-    for (const auto& r : results) {
-        row(r, "sessions_per_second", r.sessions_per_second, "sessions/s");
-        row(r, "session_latency_p50", r.p50_us, "us");
-        row(r, "session_latency_p99", r.p99_us, "us");
-        row(r, "backend_connections_opened", static_cast<double>(r.connections), "connections");
-        row(r, "failed_sessions", static_cast<double>(r.failures), "sessions");
-    }
-    out << "\n]\n";
 }
 
 }  // namespace
@@ -200,7 +127,7 @@ int main(int argc, char** argv) {
             s.conninfo = own->conninfo();
         }
         const pg::parameters params = pg::parse_conninfo(s.conninfo);
-        std::vector<result> results;
+        std::vector<session_result> results;
         results.push_back(with_pool(s, params, false));
         results.push_back(with_pool(s, params, true));
         results.push_back(connect_per_request(s, params));
@@ -218,7 +145,7 @@ int main(int argc, char** argv) {
             std::printf("\nfairpool: %.1fx the sessions per second of connect-per-request (%.1fx with reset)\n",
                         results[0].sessions_per_second / results[2].sessions_per_second,
                         results[1].sessions_per_second / results[2].sessions_per_second);
-        if (!s.json.empty()) write_json(s.json, results);
+        if (!s.json.empty()) write_session_rows(s.json, results);
         return 0;
     } catch (const std::exception& e) {
         std::fprintf(stderr, "pg_sessions: %s\n", e.what());

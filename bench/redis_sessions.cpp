@@ -28,11 +28,12 @@
 #include "command_line.hpp"
 #include "fairpool/asio/pool.hpp"
 #include "redis_process.hpp"
+#include "sessions.hpp"
 
 namespace asio = boost::asio;
 using asio::ip::tcp;
 using fairpool::demo::backend_connection;
-using clock_type = std::chrono::steady_clock;
+using namespace fairpool::bench;
 
 namespace {
 
@@ -46,13 +47,6 @@ struct settings {
     std::string json;
 };
 
-struct result {
-    std::string design;
-    double sessions_per_second = 0;
-    double p50_us = 0, p99_us = 0;
-    std::uint64_t connections = 0;
-    std::uint64_t failures = 0;
-};
 
 // A positive number (sessions, parallelism, pool size).
 bool number(const char* s, unsigned long& out) { return fairpool::demo::parse_number(s, out, ~0UL) && out > 0; }
@@ -64,46 +58,7 @@ asio::awaitable<bool> incr_get(backend_connection& c, const std::string& incr, c
     co_return !b.ec;
 }
 
-double percentile(std::vector<std::uint32_t>& v, double p) {
-    if (v.empty()) return 0;
-    const auto k = static_cast<std::size_t>(p * static_cast<double>(v.size() - 1));
-    std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(k), v.end());
-    return v[k];
-}
-
-// Runs `parallel` workers taking sessions until `sessions` are done.
-// `finish` runs once the last session is done, before the context stops.
-template <class Session, class Finish>
-result run(const std::string& design, const settings& s, asio::io_context& io, Session session, Finish finish) {
-    std::vector<std::uint32_t> latencies;
-    latencies.reserve(s.sessions);
-    unsigned long next = 0;
-    unsigned long workers = s.parallel;
-    result r{design, 0, 0, 0, 0, 0};
-    double seconds = 0;
-    const auto start = clock_type::now();
-    for (unsigned long w = 0; w < s.parallel; ++w)
-        asio::co_spawn(io, [&]() -> asio::awaitable<void> {
-            while (next < s.sessions) {
-                const unsigned long n = next++;
-                const auto t0 = clock_type::now();
-                if (!co_await session(n)) ++r.failures;
-                latencies.push_back(static_cast<std::uint32_t>(
-                    std::chrono::duration_cast<std::chrono::microseconds>(clock_type::now() - t0).count()));
-            }
-            if (--workers == 0) {
-                seconds = std::chrono::duration<double>(clock_type::now() - start).count();
-                co_await finish();
-            }
-        }, asio::detached);
-    io.run();
-    r.sessions_per_second = static_cast<double>(s.sessions) / seconds;
-    r.p50_us = percentile(latencies, 0.5);
-    r.p99_us = percentile(latencies, 0.99);
-    return r;
-}
-
-result with_pool(const settings& s, tcp::endpoint backend) {
+session_result with_pool(const settings& s, tcp::endpoint backend) {
     asio::io_context io;
     fairpool::pool_options o;
     o.scheduler.max_slots = s.pool_size;
@@ -113,8 +68,8 @@ result with_pool(const settings& s, tcp::endpoint backend) {
                                             [](backend_connection& c) { return c.close(); });
     const std::string incr = fairpool::demo::resp::command({"INCR", "bench:pool"});
     const std::string get = fairpool::demo::resp::command({"GET", "bench:pool"});
-    result r = run(
-        "fairpool", s, io,
+    session_result r = run_sessions(
+        "redis_sessions", "fairpool", s.sessions, s.parallel, io,
         [&](unsigned long) -> asio::awaitable<bool> {
             auto [ec, lease] = co_await pool.async_acquire(asio::as_tuple(asio::use_awaitable));
             if (ec) co_return false;
@@ -129,12 +84,12 @@ result with_pool(const settings& s, tcp::endpoint backend) {
     return r;
 }
 
-result connect_per_request(const settings& s, tcp::endpoint backend) {
+session_result connect_per_request(const settings& s, tcp::endpoint backend) {
     const std::string incr = fairpool::demo::resp::command({"INCR", "bench:cpr"});
     const std::string get = fairpool::demo::resp::command({"GET", "bench:cpr"});
     std::uint64_t opened = 0;
     asio::io_context io;
-    result r = run("connect_per_request", s, io, [&](unsigned long) -> asio::awaitable<bool> {
+    auto session = [&](unsigned long) -> asio::awaitable<bool> {
         try {
             auto c = co_await backend_connection::connect(backend, connect_timeout);
             ++opened;
@@ -144,28 +99,11 @@ result connect_per_request(const settings& s, tcp::endpoint backend) {
         } catch (const std::exception&) {
             co_return false;
         }
-    }, []() -> asio::awaitable<void> { co_return; });
+    };
+    session_result r = run_sessions("redis_sessions", "connect_per_request", s.sessions, s.parallel, io, session,
+                                    []() -> asio::awaitable<void> { co_return; });
     r.connections = opened;
     return r;
-}
-
-void write_json(const std::string& file, const std::vector<result>& results) {
-    std::ofstream out(file);
-    out << "[\n";
-    bool first = true;
-    const auto row = [&](const result& r, const char* metric, double value, const char* unit) {
-        out << (first ? "  " : ",\n  ") << R"({"scenario": "redis_sessions", "design": ")" << r.design
-            << R"(", "metric": ")" << metric << R"(", "value": )" << value << R"(, "unit": ")" << unit << "\"}";
-        first = false;
-    };
-    for (const auto& r : results) {
-        row(r, "sessions_per_second", r.sessions_per_second, "sessions/s");
-        row(r, "session_latency_p50", r.p50_us, "us");
-        row(r, "session_latency_p99", r.p99_us, "us");
-        row(r, "backend_connections_opened", static_cast<double>(r.connections), "connections");
-        row(r, "failed_sessions", static_cast<double>(r.failures), "sessions");
-    }
-    out << "\n]\n";
 }
 
 }  // namespace
@@ -200,7 +138,7 @@ int main(int argc, char** argv) {
     }
     const tcp::endpoint backend = s.backend ? *s.backend : child->endpoint();
 
-    std::vector<result> results;
+    std::vector<session_result> results;
     results.push_back(with_pool(s, backend));
     results.push_back(connect_per_request(s, backend));
 
@@ -215,6 +153,6 @@ int main(int argc, char** argv) {
     if (results[1].sessions_per_second > 0)
         std::printf("\nfairpool: %.1fx the sessions per second of connect-per-request\n",
                     results[0].sessions_per_second / results[1].sessions_per_second);
-    if (!s.json.empty()) write_json(s.json, results);
+    if (!s.json.empty()) write_session_rows(s.json, results);
     return 0;
 }

@@ -27,6 +27,7 @@
 #include "fairpool/model/reference_model.hpp"
 #include "fairpool/trace/format.hpp"
 #include "fairpool/trace/read.hpp"
+#include "fairpool/trace/snapshots.hpp"
 #include "fairpool/trace/write.hpp"
 #include "simulation.hpp"
 
@@ -59,13 +60,7 @@ struct recorded_run {
     std::vector<records> snapshots;  // snapshots[j]: the core's, after points[j] events
 };
 
-records snapshot_of(const core::scheduler& s) {
-    records out;
-    out.reserve(static_cast<std::size_t>(s.snapshot_size()));
-    auto put = [&](const core::snapshot_record& r) { out.push_back(r); };
-    s.snapshot(put);
-    return out;
-}
+records snapshot_of(const core::scheduler& s) { return trace::snapshot_of(s); }
 
 std::string where(const recorded_run& r, std::size_t k) {
     return "seed " + std::to_string(r.seed) + ", snapshot after event " + std::to_string(k) + " of " +

@@ -7,6 +7,8 @@
 #include <unistd.h>
 #include <thread>
 
+#include "../json_number.hpp"
+
 namespace fairpool_bench {
 
 std::unique_ptr<fairpool_design::pool_type> fairpool_design::make(asio::io_context& io, std::size_t size,
@@ -61,8 +63,8 @@ std::vector<connection> make_connections(std::size_t n) {
 }
 
 void row(const std::string& scenario, const char* design, const char* metric, double value, const char* unit) {
-    std::printf("{\"scenario\": \"%s\", \"design\": \"%s\", \"metric\": \"%s\", \"value\": %.6g, \"unit\": \"%s\"}\n",
-                scenario.c_str(), design, metric, value, unit);
+    std::printf("{\"scenario\": \"%s\", \"design\": \"%s\", \"metric\": \"%s\", \"value\": %s, \"unit\": \"%s\"}\n",
+                scenario.c_str(), design, metric, fairpool::bench::json_number(value).c_str(), unit);
     std::fflush(stdout);
 }
 

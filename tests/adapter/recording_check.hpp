@@ -21,6 +21,7 @@
 #include "fairpool/asio/recorder_options.hpp"
 #include "fairpool/core/scheduler.hpp"
 #include "fairpool/trace/read.hpp"
+#include "fairpool/trace/snapshots.hpp"
 
 namespace fairpool::testing {
 
@@ -75,16 +76,10 @@ inline trace::trace read_segment(const std::filesystem::path& p) {
     return {};
 }
 
-inline std::vector<core::snapshot_record> snapshot_of(const trace::trace& t) {
-    std::vector<core::snapshot_record> records;
-    for (const trace::snapshot_line& l : t.snapshot) records.push_back(l.record);
-    return records;
-}
-
 // The core restored from a segment's snapshot, then fed its events: each must give
 // exactly the recorded effects and error. Returns the counters at the end.
 inline core::stats replay_segment(const trace::trace& t, const std::string& name) {
-    core::scheduler replayed(t.config, snapshot_of(t), 1);
+    core::scheduler replayed(t.config, trace::snapshot_of(t), 1);
     for (const trace::step& s : t.steps) {
         const core::step_result r = replayed.step(s.event);
         std::vector<core::effect> recorded;

@@ -9,6 +9,7 @@
 
 #include "fairpool/core/scheduler.hpp"
 #include "fairpool/trace/format.hpp"
+#include "fairpool/trace/snapshots.hpp"
 #include "fairpool/trace/read.hpp"
 
 namespace fairpool::replay {
@@ -44,24 +45,8 @@ std::variant<std::vector<std::string>, input_error> traces_in(const std::string&
     return files;
 }
 
-std::vector<core::snapshot_record> records_of(const trace::trace& t) {
-    std::vector<core::snapshot_record> records;
-    records.reserve(t.snapshot.size());
-    for (const trace::snapshot_line& s : t.snapshot) records.push_back(s.record);
-    return records;
-}
-
 core::scheduler restored(const trace::trace& t) {
-    if (t.snapshot.empty()) return core::scheduler(t.config, 1);
-    return core::scheduler(t.config, records_of(t), 1);  // the reader has restored it once: it cannot throw
-}
-
-std::vector<core::snapshot_record> snapshot_of(const core::scheduler& s) {
-    std::vector<core::snapshot_record> records;
-    records.reserve(s.snapshot_size());
-    auto put = [&records](const core::snapshot_record& r) { records.push_back(r); };
-    s.snapshot(put);
-    return records;
+    return trace::starting_scheduler(t.config, trace::snapshot_of(t));
 }
 
 std::string quoted(const core::snapshot_record* r) { return r ? "`" + trace::format(*r) + "`" : "nothing"; }
@@ -69,7 +54,7 @@ std::string quoted(const core::snapshot_record* r) { return r ? "`" + trace::for
 // Segment `next` must start in the state `s` was left in by replaying `previous`.
 std::optional<input_error> continues(const core::scheduler& s, const input& previous, const input& next,
                                      bool checking) {
-    const std::vector<core::snapshot_record> expected = snapshot_of(s);
+    const std::vector<core::snapshot_record> expected = trace::snapshot_of(s);
     const std::vector<trace::snapshot_line>& recorded = next.trace.snapshot;
     const std::size_t n = std::max(expected.size(), recorded.size());
     for (std::size_t i = 0; i < n; ++i) {
@@ -154,7 +139,7 @@ std::variant<chain, input_error> link(std::vector<input> inputs, bool checking) 
     c.name = inputs.size() == 1 ? inputs.front().file
                                 : inputs.front().file + " … " + inputs.back().file + " (" +
                                       std::to_string(inputs.size()) + " segments)";
-    c.snapshot = records_of(inputs.front().trace);
+    c.snapshot = trace::snapshot_of(inputs.front().trace);
     for (std::size_t i = 0; i < inputs.size(); ++i) {
         trace::trace& t = inputs[i].trace;
         if (i == 0) {

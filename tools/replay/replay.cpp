@@ -11,6 +11,7 @@
 #include "ddmin.hpp"
 #include "fairpool/core/scheduler.hpp"
 #include "fairpool/trace/format.hpp"
+#include "fairpool/trace/snapshots.hpp"
 #include "fairpool/trace/write.hpp"
 #include "jain_index.hpp"
 
@@ -32,18 +33,6 @@ model::lockstep machines_from(const core::config& c, const std::vector<core::sna
     return model::lockstep(c, snapshot, 1);
 }
 
-core::scheduler core_from(const core::config& c, const std::vector<core::snapshot_record>& snapshot) {
-    if (snapshot.empty()) return core::scheduler(c, 1);
-    return core::scheduler(c, snapshot, 1);
-}
-
-std::vector<core::snapshot_record> snapshot_of(const core::scheduler& s) {
-    std::vector<core::snapshot_record> records;
-    records.reserve(s.snapshot_size());
-    auto put = [&records](const core::snapshot_record& r) { records.push_back(r); };
-    s.snapshot(put);
-    return records;
-}
 
 // The first breach of a list of events under --invariants: its index and message.
 struct breach {
@@ -68,7 +57,7 @@ std::optional<breach> first_breach(const core::config& c, const std::vector<core
 // now be refused is dropped. Events refused in the full trace too are kept as they are.
 std::vector<core::event> repaired(const core::config& c, const std::vector<core::snapshot_record>& snapshot,
                                   const std::vector<core::event>& events, const std::vector<bool>& valid_in_full_trace) {
-    core::scheduler s = core_from(c, snapshot);
+    core::scheduler s = trace::starting_scheduler(c, snapshot);
     std::vector<std::uint64_t> lease_of_slot(c.max_slots, 0);
     for (const core::snapshot_record& r : snapshot)
         if (const auto* slot = std::get_if<core::snapshot_slot>(&r); slot && slot->state == core::slot_state::leased)
@@ -109,7 +98,7 @@ std::string signature(const std::string& full_message) {
 void write_header(std::ostream& out, const trace::trace& t, const core::scheduler& s) {
     if (t.version >= 2 || !t.snapshot.empty()) {
         const std::vector<core::snapshot_record> records =
-            t.snapshot.empty() ? std::vector<core::snapshot_record>{} : snapshot_of(s);
+            t.snapshot.empty() ? std::vector<core::snapshot_record>{} : trace::snapshot_of(s);
         trace::write_header_v2(out, t.config, t.segment, records);
     } else {
         trace::write_header(out, t.config);
@@ -193,7 +182,7 @@ int check_invariants(const chain& c, const options& o, std::ostream& out) {
 
 int print_stats(const chain& segments, const options& /*o*/, std::ostream& out) {
     const trace::trace& t = segments.merged;
-    core::scheduler s = core_from(t.config, segments.snapshot);
+    core::scheduler s = trace::starting_scheduler(t.config, segments.snapshot);
     std::map<std::uint64_t, std::pair<std::uint64_t, core::nanos>> waiting;  // waiter → (handle, acquired at)
     for (const core::snapshot_record& r : segments.snapshot)  // queued before the snapshot: they wait from their arrival
         if (const auto* w = std::get_if<core::snapshot_waiter>(&r)) waiting[w->id] = {w->handle, w->arrived_at};
@@ -252,7 +241,7 @@ int minimize(const chain& c, const options& o, const std::string& output_path, s
     }
     std::vector<bool> valid(events.size());
     {
-        core::scheduler s = core_from(t.config, c.snapshot);
+        core::scheduler s = trace::starting_scheduler(t.config, c.snapshot);
         for (std::size_t i = 0; i < events.size(); ++i) valid[i] = s.step(events[i]).ok();
     }
     // ddmin works on indices into the full trace; each candidate is repaired, then replayed.
@@ -318,7 +307,7 @@ int split(const chain& c, const options& o, std::uint64_t events, const std::str
             return 2;
         }
         const trace::segment_info segment{first_number + written, events_before + next, 0};
-        trace::write_header_v2(file, t.config, segment, snapshot_of(machines.core()));
+        trace::write_header_v2(file, t.config, segment, trace::snapshot_of(machines.core()));
         for (const std::size_t end = std::min(t.steps.size(), next + events); next < end; ++next) {
             const auto outcome = machines.step(t.steps[next].event);
             trace::write_step(file, t.steps[next].event, *outcome.effects, outcome.error);
