@@ -9,11 +9,14 @@
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/use_future.hpp>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/deferred.hpp>
+#include <future>
 #include <sstream>
+#include <thread>
 #include <type_traits>
 
 #include "fixture.hpp"
@@ -155,6 +158,71 @@ TEST_F(adapter, handle_deregistration_rejects_its_queued_waiters) {
     ASSERT_TRUE(other.done);
     EXPECT_FALSE(other.ec);
     EXPECT_TRUE(other.lease);
+}
+
+TEST_F(adapter, an_empty_handle_refuses_to_acquire_and_takes_a_handle_later) {
+    auto pool = make_pool(options(1, 1));
+    settle();
+    test_pool::handle_type tenant;  // default-constructed: empty
+    EXPECT_FALSE(tenant);
+    EXPECT_EQ(tenant.id(), 0u);
+    outcome o;
+    EXPECT_THROW(tenant.async_acquire(record(o)), std::logic_error);
+    settle();
+    EXPECT_FALSE(o.done);
+    EXPECT_EQ(pool->stats().acquires, 0u);  // nothing reached the pool
+    tenant = pool->make_handle();
+    EXPECT_TRUE(tenant);
+    tenant.async_acquire(record(o));
+    settle();
+    ASSERT_TRUE(o.done);
+    EXPECT_FALSE(o.ec);
+    EXPECT_TRUE(o.lease);
+}
+
+TEST_F(adapter, reset_deregisters_the_handle_and_lets_go_of_the_pool) {
+    outcome holder, w1, w2;
+    auto pool = one_slot_held(holder);
+    auto tenant = pool->make_handle();
+    tenant.async_acquire(record(w1));
+    tenant.async_acquire(record(w2));
+    settle();
+    EXPECT_FALSE(w1.done);
+    tenant.reset();
+    settle();
+    EXPECT_FALSE(tenant);
+    EXPECT_EQ(w1.ec, make_error_code(error::deregistered));
+    EXPECT_EQ(w2.ec, make_error_code(error::deregistered));
+    EXPECT_EQ(w1.completions + w2.completions, 2);
+    outcome again;
+    EXPECT_THROW(tenant.async_acquire(record(again)), std::logic_error);
+    tenant.reset();  // idempotent
+    // The reset handle holds no reference: dropping the pool and the lease frees it all.
+    const auto lifetime = pool->lifetime();
+    pool.reset();
+    holder.lease.release();
+    settle();
+    EXPECT_TRUE(lifetime.expired());
+}
+
+TEST_F(adapter, close_with_a_relative_timeout_times_out_like_a_deadline) {
+    outcome holder;
+    auto pool = one_slot_held(holder);
+    int completions = 0;
+    error_code ec;
+    pool->async_close(20ms, [&](error_code e, close_report) { ++completions, ec = e; });
+    advance(20ms - 1ns);
+    EXPECT_EQ(completions, 0) << "the close timeout fired early";
+    advance(1ns);
+    ASSERT_EQ(completions, 1);
+    EXPECT_EQ(ec, make_error_code(error::timed_out));
+    bool closed = false;
+    pool->async_close(std::chrono::nanoseconds::max(), [&](error_code e, close_report r) { closed = !e && r.closed; });
+    advance(24h);  // a timeout too large for the clock saturates: never
+    EXPECT_FALSE(closed);
+    holder.lease.release();
+    settle();
+    EXPECT_TRUE(closed);
 }
 
 TEST_F(adapter, bounded_waiters_are_rejected_saturated) {
@@ -648,6 +716,53 @@ TEST_F(adapter, every_completion_token_works) {
         runner = std::thread([this] { io.run(); });
         std::future<test_lease> f = pool->async_acquire(boost::asio::use_future);
         EXPECT_TRUE(f.get());
+    }
+    runner.join();
+}
+
+TEST_F(adapter, a_use_future_rejection_throws_system_error_with_its_code) {
+    outcome holder;
+    auto pool = one_slot_held(holder);
+    std::thread runner;
+    {
+        auto work = boost::asio::make_work_guard(io);
+        io.restart();
+        runner = std::thread([this] { io.run(); });
+        std::future<test_lease> f = pool->async_acquire(0ns, boost::asio::use_future);  // nothing idle: timeout
+        try {
+            f.get();
+            ADD_FAILURE() << "a rejected acquire's future returned a lease";
+        } catch (const boost::system::system_error& e) {
+            EXPECT_EQ(e.code(), make_error_code(error::timeout));
+        }
+        // Without exceptions: a callback fulfils a promise of (error_code, lease).
+        std::promise<std::pair<error_code, test_lease>> promise;
+        auto outcome_of = promise.get_future();
+        pool->async_acquire(0ns, [&promise](error_code ec, test_lease l) { promise.set_value({ec, std::move(l)}); });
+        EXPECT_EQ(outcome_of.get().first, make_error_code(error::timeout));
+    }
+    runner.join();
+}
+
+TEST_F(adapter, a_foreign_thread_cancels_by_posting_the_emit_to_the_handlers_executor) {
+    outcome holder;
+    auto pool = one_slot_held(holder);
+    boost::asio::cancellation_signal signal;  // not thread-safe: emitted on the handler's executor only
+    std::promise<error_code> cancelled;
+    auto ec = cancelled.get_future();
+    pool->async_acquire(boost::asio::bind_cancellation_slot(
+        signal.slot(), boost::asio::bind_executor(io.get_executor(), [&cancelled](error_code e, test_lease) {
+            cancelled.set_value(e);
+        })));
+    settle();
+    std::thread runner;
+    {
+        auto work = boost::asio::make_work_guard(io);
+        io.restart();
+        runner = std::thread([this] { io.run(); });
+        // This thread is not the io_context's: it posts the emit there.
+        boost::asio::post(io.get_executor(), [&signal] { signal.emit(boost::asio::cancellation_type::terminal); });
+        EXPECT_EQ(ec.get(), boost::asio::error::operation_aborted);
     }
     runner.join();
 }

@@ -22,10 +22,12 @@
 // timeouts stay std::chrono durations, a close deadline is a Clock::time_point. A test
 // can give a clock it advances by hand (tests/adapter/manual_clock.hpp).
 #include <boost/asio/async_result.hpp>
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 
 #include "fairpool/asio/close_report.hpp"
 #include "fairpool/asio/detail/pool_state.hpp"
@@ -110,8 +112,9 @@ public:
     }
 
     // Shut down and complete when the pool has closed: every lease back, every resource
-    // destroyed. With a deadline (a time of the pool's Clock), may complete with
-    // error::timed_out and a report of what is still out; it can be called again.
+    // destroyed. With a deadline (a time of the pool's Clock) or a timeout (from now, as
+    // acquires take it), may complete with error::timed_out and a report of what is
+    // still out; it can be called again.
     template <class Token>
     auto async_close(Token&& token) {
         return close(std::nullopt, std::forward<Token>(token));
@@ -119,6 +122,10 @@ public:
     template <class Token>
     auto async_close(time_point deadline, Token&& token) {
         return close(deadline, std::forward<Token>(token));
+    }
+    template <class Token>
+    auto async_close(std::chrono::nanoseconds timeout, Token&& token) {
+        return close(deadline_after(timeout), std::forward<Token>(token));
     }
 
     // A snapshot of the scheduler's counters (docs/CONTRACT.md section 9), from any thread.
@@ -156,6 +163,15 @@ private:
 
     [[nodiscard]] state_type* state() const noexcept { return owner_->state.get(); }
 
+    // Clock::now() + timeout, saturating at the Clock's last time point (a negative
+    // timeout is now).
+    static time_point deadline_after(std::chrono::nanoseconds timeout) {
+        const time_point now = Clock::now();
+        const auto room = std::chrono::duration_cast<std::chrono::nanoseconds>(time_point::max() - now);
+        if (timeout >= room) return time_point::max();
+        return now + std::chrono::duration_cast<typename Clock::duration>(std::max(timeout, std::chrono::nanoseconds{0}));
+    }
+
     template <class Token>
     auto initiate(core::nanos deadline, Token&& token) {
         return boost::asio::async_initiate<Token, acquire_signature>(detail::acquire_initiation<state_type>{}, token,
@@ -174,8 +190,11 @@ private:
 };
 
 // A handle: the unit of fairness. Its waiters are served FIFO, and in round robin with
-// the other handles' (its weight is its turn). Destroying it rejects its queued waiters
-// with error::deregistered. Movable; holding one keeps the pool open.
+// the other handles' (its weight is its turn). Destroying or reset()ting it rejects its
+// queued waiters with error::deregistered. Movable; holding one keeps the pool open.
+// An empty handle (default-constructed, reset or moved from) belongs to no pool: it
+// can be assigned a handle from make_handle(); acquiring through it throws
+// std::logic_error.
 template <class Resource, class Clock, class WaitTraits>
 class handle {
     using state_type = detail::pool_state<Resource, Clock, WaitTraits>;
@@ -185,6 +204,7 @@ public:
     using lease_type = lease<Resource, Clock, WaitTraits>;
     using acquire_signature = typename pool<Resource, Clock, WaitTraits>::acquire_signature;
 
+    handle() noexcept = default;
     handle(handle&&) noexcept = default;
     handle& operator=(handle&& other) noexcept {
         if (this != &other) {
@@ -198,16 +218,29 @@ public:
     handle& operator=(const handle&) = delete;
     ~handle() { deregister(); }
 
+    // Deregisters (its queued waiters are rejected with error::deregistered; leases
+    // already granted stay valid) and lets go of the pool: the handle is empty.
+    void reset() noexcept {
+        deregister();
+        owner_.reset();
+        block_.reset();
+        id_ = 0;
+        weight_ = 1;
+    }
+    [[nodiscard]] explicit operator bool() const noexcept { return owner_ != nullptr; }
+
     template <class Token>
     auto async_acquire(Token&& token) {
+        expect_pool();
         return initiate(core::never, std::forward<Token>(token));
     }
     template <class Token>
     auto async_acquire(std::chrono::nanoseconds timeout, Token&& token) {
+        expect_pool();
         return initiate(owner_->state->deadline_after(timeout), std::forward<Token>(token));
     }
 
-    [[nodiscard]] std::uint64_t id() const noexcept { return id_; }
+    [[nodiscard]] std::uint64_t id() const noexcept { return id_; }  // 0 when empty
 
 private:
     friend class pool<Resource, Clock, WaitTraits>;
@@ -222,6 +255,11 @@ private:
         return boost::asio::async_initiate<Token, acquire_signature>(detail::acquire_initiation<state_type>{}, token,
                                                                      owner_->state.get(), id_, block_, deadline,
                                                                      weight_);
+    }
+    void expect_pool() const {
+        if (!owner_)
+            throw std::logic_error("fairpool::handle: async_acquire on an empty handle (default-constructed, reset "
+                                   "or moved from)");
     }
 
     // Only a handle with an acquire still out has anything to deregister.
