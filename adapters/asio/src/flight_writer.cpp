@@ -2,9 +2,10 @@
 
 #include <boost/system/errc.hpp>
 #include <cerrno>
-#include <cstdio>
-#include <cstring>
 #include <span>
+#include <string>
+#include <system_error>
+#include <utility>
 
 #include "fairpool/core/snapshot.hpp"
 #include "fairpool/trace/write.hpp"
@@ -19,18 +20,21 @@ boost::system::error_code from_std(const std::error_code& ec) {
     return {ec.value(), boost::system::system_category()};
 }
 
+// strerror's text without strerror (not thread-safe).
+std::string error_text(int code) { return std::error_code(code, std::generic_category()).message(); }
+
 }  // namespace
 
-flight_writer::flight_writer(const recorder_options& o, const core::config& resolved)
-    : options_(o), config_(resolved) {
+flight_writer::flight_writer(recorder_options o, const core::config& resolved)
+    : options_(std::move(o)), config_(resolved) {
     snapshot_.reserve(static_cast<std::size_t>(core::max_snapshot_records(resolved)));
     effects_.reserve(64);
 }
 
 std::string flight_writer::file_name(std::uint64_t segment) {
-    char name[48];
-    std::snprintf(name, sizeof name, "segment-%08llu.trace", static_cast<unsigned long long>(segment));
-    return name;
+    std::string number = std::to_string(segment);
+    if (number.size() < 8) number.insert(0, 8 - number.size(), '0');
+    return "segment-" + number + ".trace";
 }
 
 std::ostream* flight_writer::out() noexcept {
@@ -101,7 +105,7 @@ void flight_writer::begin_segment() {
     const fs::path path = options_.directory / file_name(s.number);
     errno = 0;
     file_.open(path, std::ios::out | std::ios::trunc);
-    if (!file_) return fail("opening " + path.string() + ": " + std::strerror(errno));
+    if (!file_) return fail("opening " + path.string() + ": " + error_text(errno));
     retained_.push_back(s.number);
     while (retained_.size() > options_.keep_segments) {
         std::error_code ec;
@@ -139,7 +143,7 @@ void flight_writer::flush() {
     errno = 0;
     file_.flush();
     if (!file_) fail("writing " + (options_.directory / file_name(retained_.back())).string() + ": " +
-                     std::strerror(errno != 0 ? errno : EIO));
+                     error_text(errno != 0 ? errno : EIO));
 }
 
 void flight_writer::finish() {

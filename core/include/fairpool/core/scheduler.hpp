@@ -43,7 +43,7 @@ public:
     // every later step gives exactly the effects the scheduler it was taken from
     // gives. Throws config_error for an invalid config, snapshot_error for a snapshot
     // that no scheduler with this config could be in.
-    scheduler(const config& config, std::span<const snapshot_record> snapshot, std::uint64_t hash_seed);
+    scheduler(const config& config, std::span<const snapshot_record> records, std::uint64_t hash_seed);
 
     // One step (section 5): validate, expire, apply, hand out, plan spawns, close.
     // The transition is complete before this returns; the effects come back in

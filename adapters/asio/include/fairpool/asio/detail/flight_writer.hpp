@@ -24,7 +24,7 @@ namespace fairpool::detail {
 
 class flight_writer {
 public:
-    flight_writer(const recorder_options& o, const core::config& resolved);
+    flight_writer(recorder_options o, const core::config& resolved);
 
     void consume(const flight_record& r);
     // The end of a drain: the current file flushed (a crash loses at most one drain).
