@@ -42,8 +42,9 @@ writer_result drain_once(std::size_t steps) {
     fairpool::core::nanos now = 0;
     feed(fairpool::core::event::start(now));
     feed(fairpool::core::event::spawned(++now, 0));
-    for (std::uint64_t waiter = 1; events < steps; ++waiter) {
-        const auto granted = feed(fairpool::core::event::acquire(++now, waiter, 1));
+    std::uint64_t waiter = 0;
+    while (events < steps) {  // feed counts the events
+        const auto granted = feed(fairpool::core::event::acquire(++now, ++waiter, 1));
         const std::uint64_t lease = granted.effects.empty() ? 0 : granted.effects.front().lease;
         feed(fairpool::core::event::release(++now, 0, lease));
     }
