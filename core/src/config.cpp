@@ -6,6 +6,7 @@ config config::resolved() const {
     config c = *this;
     if (!c.max_waiters_per_handle) c.max_waiters_per_handle = c.max_waiters;
     if (!c.max_concurrent_spawns) c.max_concurrent_spawns = c.max_slots;
+    if (!c.slot_capacity) c.slot_capacity = c.max_slots;
     return c;
 }
 
@@ -44,6 +45,9 @@ std::optional<std::string> validate(const config& input) {
     if (c.max_lifetime_jitter > c.max_lifetime)
         return out_of_range("max_lifetime_jitter", c.max_lifetime_jitter,
                             "0..max_lifetime (" + std::to_string(c.max_lifetime) + ")");
+    if (*c.slot_capacity < c.max_slots || *c.slot_capacity > max_slots_limit)
+        return out_of_range("slot_capacity", *c.slot_capacity,
+                            "max_slots (" + std::to_string(c.max_slots) + ")..65535");
     return std::nullopt;
 }
 

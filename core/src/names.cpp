@@ -20,7 +20,7 @@ const char* to_string(event_kind k) noexcept {
     static const char* const names[] = {"start",   "acquire",      "cancel",  "deregister",
                                         "release", "spawned",      "spawn_failed", "retired",
                                         "died",    "tick",         "shutdown",     "checked",
-                                        "reset_done"};
+                                        "reset_done", "resize"};
     return name_of(k, names);
 }
 
@@ -41,7 +41,7 @@ const char* to_string(reset_outcome o) noexcept {
 
 const char* to_string(event_error e) noexcept {
     static const char* const names[] = {"ok",           "not_started",      "already_started", "time_went_backwards",
-                                        "bad_slot",     "bad_weight",       "duplicate_waiter", "stale_lease",
+                                        "bad_slot",     "bad_weight",       "bad_size",        "duplicate_waiter", "stale_lease",
                                         "not_spawning", "not_retiring",     "not_idle",        "not_checking",
                                         "not_resetting"};
     return name_of(e, names);
@@ -58,7 +58,7 @@ const char* to_string(reject_reason r) noexcept {
 }
 
 const char* to_string(retire_reason r) noexcept {
-    static const char* const names[] = {"dirty", "max_uses", "max_lifetime", "idle", "died", "shutdown", "reset_failed"};
+    static const char* const names[] = {"dirty", "max_uses", "max_lifetime", "idle", "died", "shutdown", "reset_failed", "resize"};
     return name_of(r, names);
 }
 
@@ -73,8 +73,8 @@ const char* to_string(counter c) noexcept {
         "rejections_timeout", "rejections_cancelled",     "rejections_deregistered",  "rejections_closed",
         "spawns",             "spawn_failures",           "retirements_dirty",        "retirements_max_uses",
         "retirements_max_lifetime", "retirements_idle",   "retirements_died",         "retirements_shutdown",
-        "retirements_reset_failed", "leaks_suspected",    "checks_started",           "checks_passed",
-        "checks_failed",      "resets_started",           "resets_failed"};
+        "retirements_reset_failed", "retirements_resize", "leaks_suspected",    "checks_started",           "checks_passed",
+        "checks_failed",      "resets_started",           "resets_failed",            "resizes"};
     static_assert(std::size(names) == counter_count);
     return name_of(c, names);
 }

@@ -176,11 +176,18 @@ void append_prometheus_text(std::string& out, std::span<const prometheus_pool> p
                   &stats::resets_started);
     append_scalar(out, pools, "fairpool_resets_failed_total", "counter",
                   "Resets that failed (the resource was retired).", &stats::resets_failed);
+    append_scalar(out, pools, "fairpool_resizes_total", "counter", "Runtime resizes of the pool (resize events).",
+                  &stats::resizes);
     append_by_enum<slot_state>(out, pools, "fairpool_slots", "gauge", "Slots by state.", "state", &stats::slots);
     append_scalar(out, pools, "fairpool_waiters", "gauge", "Acquires queued, waiting for a resource.",
                   &stats::queued_waiters);
     append_scalar(out, pools, "fairpool_active_handles", "gauge", "Handles with at least one queued waiter.",
                   &stats::active_handles);
+    append_scalar(out, pools, "fairpool_waiters_behind_cap", "gauge",
+                  "Queued acquires of handles holding their max_leases (not eligible until a lease comes back).",
+                  &stats::waiters_behind_cap);
+    append_scalar(out, pools, "fairpool_handles_at_cap", "gauge", "Handles holding their max_leases leases.",
+                  &stats::handles_at_cap);
     append_wait_histogram(out, pools);
 }
 

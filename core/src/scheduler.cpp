@@ -70,30 +70,39 @@ scheduler::scheduler(const config& c) : scheduler(c, random_seed()) {}
 
 scheduler::scheduler(const config& c, std::uint64_t hash_seed)
     : config_(core::checked(c)),
+      capacity_(*config_.slot_capacity),
+      max_slots_(config_.max_slots),
+      min_slots_(config_.min_slots),
       effects_(max_effects_per_step(config_)),
-      slots_(config_.max_slots),
-      idle_links_(u32(config_.max_slots)),
-      leak_links_(u32(config_.max_slots)),
-      aged_idle_(u32(config_.max_slots)),
-      idle_times_(u32(config_.max_slots)),
-      empty_slots_(u32(config_.max_slots)),
-      scratch_(config_.max_slots),
+      slots_(capacity_),
+      holders_(capacity_),
+      idle_links_(u32(capacity_)),
+      leak_links_(u32(capacity_)),
+      aged_idle_(u32(capacity_)),
+      idle_times_(u32(capacity_)),
+      empty_slots_(u32(capacity_)),
+      scratch_(capacity_),
+      snapshot_scratch_(capacity_),
       waiters_(config_.max_waiters),
       free_waiters_(all_free(u32(config_.max_waiters))),
       arrival_links_(u32(config_.max_waiters)),
       handle_links_(u32(config_.max_waiters)),
       deadlines_(u32(config_.max_waiters)),
       waiter_ids_(u32(config_.max_waiters), hash_seed),
-      handles_(config_.max_waiters),
-      free_handles_(all_free(u32(config_.max_waiters))),
-      rotation_links_(u32(config_.max_waiters)),
-      handle_ids_(u32(config_.max_waiters), hash_seed * 0x9e3779b97f4a7c15ULL + 1) {
-    by_idle_time_ = config_.idle_timeout > 0 && (config_.check_after_idle > 0 || config_.keepalive_interval > 0);
+      handles_(config_.max_waiters + capacity_),
+      free_handles_(all_free(u32(config_.max_waiters + capacity_))),
+      rotation_links_(u32(config_.max_waiters + capacity_)),
+      eligible_heads_(u32(config_.max_waiters + capacity_)),
+      handle_ids_(u32(config_.max_waiters + capacity_), hash_seed * 0x9e3779b97f4a7c15ULL + 1) {
+    // A resize retires the least recently used idle slot first: with checks the idle
+    // order is by verification, so idle times need their own heap.
+    by_idle_time_ = config_.check_after_idle > 0 || config_.keepalive_interval > 0;
     idle_bookkeeping_ = config_.max_lifetime > 0 || config_.idle_timeout > 0 || config_.check_after_idle > 0 ||
                         config_.keepalive_interval > 0;
     jitter_state_ = config_.jitter_seed;
-    for (std::uint32_t s = 0; s < config_.max_slots; ++s) empty_slots_.push(s, 0, s);
-    stats_.slots[static_cast<int>(slot_state::empty)] = config_.max_slots;
+    for (std::uint32_t s = 0; s < capacity_; ++s) empty_slots_.push(s, 0, s);
+    stats_.slots[static_cast<int>(slot_state::empty)] = capacity_;
+    if (config_.max_leases_per_handle > 0) start_counting_leases();
 }
 
 // The idle slot a grant takes (idle order), or no_index if every idle slot is stale.
@@ -116,11 +125,12 @@ step_result scheduler::step(const event& e) {
     // steady-state step skips the calls; the phases assert them).
     if (reached(due_, now_)) expire();
     apply(e);
-    if (!idle_order_.empty() && !arrivals_order_.empty()) hand_out();
+    if (!idle_order_.empty() && !arrivals_order_.empty()) hand_out();  // it skips waiters behind a cap
     if (spawn_inputs_changed_) plan_spawns();
     if (shutting_down_) close_if_done();
-    FAIRPOOL_DEBUG_ASSERT(idle_order_.empty() || arrivals_order_.empty() ||  // invariant 6
+    FAIRPOOL_DEBUG_ASSERT(idle_order_.empty() || eligible_waiters() == 0 ||  // invariant 6
                           (grantable_idle_slot() == no_index && uncovered_waiters() <= 0));
+    FAIRPOOL_DEBUG_ASSERT(idle_order_.empty() || !surplus());  // a surplus retires idle slots at once
     FAIRPOOL_DEBUG_ASSERT(stats_.queued_waiters == arrivals_order_.size);
     FAIRPOOL_DEBUG_ASSERT(stats_.queued_waiters <= config_.max_waiters);
     FAIRPOOL_DEBUG_ASSERT(count(slot_state::idle) == idle_order_.size);
@@ -143,7 +153,7 @@ event_error scheduler::validate(const event& e) const noexcept {
                 return event_error::duplicate_waiter;
             return event_error::ok;
         case event_kind::release:
-            if (e.slot >= config_.max_slots) return event_error::bad_slot;
+            if (e.slot >= capacity_) return event_error::bad_slot;
             if (slots_[e.slot].state != slot_state::leased || slots_[e.slot].lease != e.lease)
                 return event_error::stale_lease;
             return event_error::ok;
@@ -154,12 +164,15 @@ event_error scheduler::validate(const event& e) const noexcept {
         case event_kind::died: return validate_slot(e, slot_state::idle, event_error::not_idle);
         case event_kind::checked: return validate_slot(e, slot_state::checking, event_error::not_checking);
         case event_kind::reset_done: return validate_slot(e, slot_state::resetting, event_error::not_resetting);
+        case event_kind::resize:
+            if (e.max_slots == 0 || e.max_slots > capacity_ || e.min_slots > e.max_slots) return event_error::bad_size;
+            return event_error::ok;
         default: return event_error::ok;
     }
 }
 
 event_error scheduler::validate_slot(const event& e, slot_state needed, event_error otherwise) const noexcept {
-    if (e.slot >= config_.max_slots) return event_error::bad_slot;
+    if (e.slot >= capacity_) return event_error::bad_slot;
     return slots_[e.slot].state == needed ? event_error::ok : otherwise;
 }
 
@@ -185,7 +198,7 @@ nanos scheduler::earliest_time_driven_work() const noexcept {
     if (config_.leak_threshold > 0 && !unreported_leases_.empty())
         earliest = std::min(earliest, saturating_add(slots_[unreported_leases_.head].granted_at, config_.leak_threshold));
     if (config_.max_lifetime > 0 && !aged_idle_.empty()) earliest = std::min(earliest, aged_idle_.top().primary);
-    if (config_.idle_timeout > 0 && !idle_order_.empty() && live() > config_.min_slots)
+    if (config_.idle_timeout > 0 && !idle_order_.empty() && live() > min_slots_)
         earliest = std::min(earliest, idle_timeout_due());
     if (config_.keepalive_interval > 0 && !idle_order_.empty() && keepalive_checks_ < config_.max_concurrent_checks)
         earliest = std::min(earliest, keepalive_due());
@@ -241,7 +254,7 @@ void scheduler::retire_aged_idle() {
 void scheduler::retire_idle_timeouts() {
     if (config_.idle_timeout == 0) return;
     // Bound: each pass retires one idle slot (≤ max_slots).
-    while (!idle_order_.empty() && live() > config_.min_slots) {
+    while (!idle_order_.empty() && live() > min_slots_) {
         const std::uint32_t oldest = oldest_idle();
         if (!reached(saturating_add(slots_[oldest].idle_since, config_.idle_timeout), now_)) return;
         leave_idle(oldest);
@@ -276,6 +289,7 @@ void scheduler::apply(const event& e) {
         case event_kind::checked: return checked(e.slot, e.check);
         case event_kind::reset_done: return reset_done(e.slot, e.reset);
         case event_kind::shutdown: return shutdown();
+        case event_kind::resize: return resize(e.max_slots, e.min_slots);
     }
 }
 
@@ -286,13 +300,19 @@ void scheduler::acquire(const event& e) {
         ++stats_.rejections[static_cast<int>(reject_reason::closed)];
         return emit(effect::reject(e.waiter, reject_reason::closed));
     }
+    std::uint32_t h = no_index;
     if (!idle_order_.empty()) {
-        // A fresh idle slot means nobody is queued (step 4): no barging possible.
+        // A fresh idle slot means no eligible waiter is queued (step 4): no barging possible.
         if (const std::uint32_t s = grantable_idle_slot(); s != no_index) {
-            FAIRPOOL_ASSERT(arrivals_order_.empty());
-            ++stats_.grants_immediate;
-            leave_idle(s);
-            return grant(e.waiter, s, now_);
+            FAIRPOOL_DEBUG_ASSERT(eligible_waiters() == 0);
+            // Without caps (none so far, none on this acquire) leases are not counted.
+            if (!(counting_leases_ | e.max_leases.has_value())) {  // one test: the round trip's cost
+                ++stats_.grants_immediate;
+                leave_idle(s);
+                return grant(e.waiter, s, now_, e.handle);
+            }
+            h = acquire_counted(e, s);
+            if (h == no_index) return;  // granted
         }
     }
     const nanos deadline = effective_deadline(e);
@@ -300,7 +320,8 @@ void scheduler::acquire(const event& e) {
     if (reached(deadline, now_)) {
         why = reject_reason::timeout;
     } else {
-        const std::uint32_t h = handle_ids_.find(e.handle);
+        if (!counting_leases_ && e.max_leases.value_or(0) > 0) start_counting_leases();
+        if (h == no_index) h = handle_ids_.find(e.handle);
         const std::uint64_t of_handle = h == no_index ? 0 : handles_[h].waiters.size;
         if (stats_.queued_waiters < config_.max_waiters && of_handle < *config_.max_waiters_per_handle)
             return enqueue(e, deadline);
@@ -308,6 +329,24 @@ void scheduler::acquire(const event& e) {
     }
     ++stats_.rejections[static_cast<int>(why)];
     emit(effect::reject(e.waiter, why));
+}
+
+// An acquire that finds a fresh idle slot while leases are counted: granted unless
+// its handle is at its cap (decision 15). Returns the handle's index if it is not
+// granted (no_index for an unknown handle), or no_index after the grant.
+std::uint32_t scheduler::acquire_counted(const event& e, std::uint32_t s) {
+    if (!counting_leases_ && e.max_leases.value_or(0) > 0) start_counting_leases();
+    std::uint32_t h = counting_leases_ ? handle_ids_.find(e.handle) : no_index;
+    if (h != no_index && !eligible(handles_[h])) return h;
+    ++stats_.grants_immediate;
+    leave_idle(s);
+    grant(e.waiter, s, now_, e.handle);
+    if (counting_leases_) {
+        if (h == no_index) h = make_known(e.handle, cap_of(e));
+        take_lease(h);
+        holders_[s] = h;
+    }
+    return no_index;
 }
 
 nanos scheduler::effective_deadline(const event& e) const noexcept {
@@ -329,11 +368,23 @@ void scheduler::deregister(std::uint64_t handle_id) {
         reject_queued(handles_[h].waiters.head, reject_reason::deregistered);
 }
 
+// Without caps and resizes the round trip takes the short way: no handle to count, no
+// surplus to retire.
 void scheduler::release(const event& e) {
-    const std::uint32_t s = e.slot;
+    if (release_bookkeeping_) return release_with_bookkeeping(e);
+    take_back<false>(e.slot, e.outcome);
+}
+
+void scheduler::release_with_bookkeeping(const event& e) {
+    if (counting_leases_) return_lease(holders_[e.slot]);
+    take_back<true>(e.slot, e.outcome);
+}
+
+template <bool may_be_surplus>
+void scheduler::take_back(std::uint32_t s, release_outcome outcome) {
     end_lease(s);
-    if (e.outcome == release_outcome::dirty) return retire(s, retire_reason::dirty);
-    if (retire_if_worn(s)) return;
+    if (outcome == release_outcome::dirty) return retire(s, retire_reason::dirty);
+    if (retire_if_worn<may_be_surplus>(s)) return;
     if (config_.reset_on_release) {
         set_state(s, slot_state::resetting);
         ++stats_.resets_started;
@@ -343,9 +394,11 @@ void scheduler::release(const event& e) {
 }
 
 // The rules of a clean return (release, reset_done ok), in contract order.
+template <bool may_be_surplus>
 bool scheduler::retire_if_worn(std::uint32_t s) {
     const slot_record& slot = slots_[s];
     if (shutting_down_) return retire(s, retire_reason::shutdown), true;
+    if (may_be_surplus && surplus()) return retire(s, retire_reason::resize), true;
     if (config_.max_uses > 0 && slot.uses >= config_.max_uses) return retire(s, retire_reason::max_uses), true;
     if (reached(slot.expires_at, now_)) return retire(s, retire_reason::max_lifetime), true;
     return false;
@@ -356,6 +409,7 @@ void scheduler::spawned(std::uint32_t s) {
     backoff_end_ = 0;
     const nanos lifetime = draw_lifetime();  // every valid spawned draws (decision 13)
     if (shutting_down_) return retire(s, retire_reason::shutdown);
+    if (surplus()) return retire(s, retire_reason::resize);
     slot_record& slot = slots_[s];
     slot.uses = 0;
     slot.expires_at = config_.max_lifetime > 0 ? saturating_add(now_, lifetime) : never;
@@ -404,8 +458,9 @@ void scheduler::checked(std::uint32_t s, check_outcome outcome) {
     } else {
         ++stats_.checks_passed;
         if (shutting_down_) retire(s, retire_reason::shutdown);
+        else if (surplus()) retire(s, retire_reason::resize);
         else if (reached(slot.expires_at, now_)) retire(s, retire_reason::max_lifetime);
-        else if (arrivals_order_.empty() && config_.idle_timeout > 0 && live() > config_.min_slots &&
+        else if (arrivals_order_.empty() && config_.idle_timeout > 0 && live() > min_slots_ &&
                  reached(saturating_add(slot.idle_since, config_.idle_timeout), now_))
             retire(s, retire_reason::idle);  // step 2's rule, which could not see it while it was checking
         else become_idle(s, idle_time::keep);
@@ -437,12 +492,33 @@ void scheduler::shutdown() {
     FAIRPOOL_ASSERT(arrivals_order_.empty() && idle_order_.empty() && stats_.active_handles == 0);
 }
 
+// Section 5: the new sizes hold from this step on. Surplus idle slots retire now, least
+// recently used first; surplus slots in use retire as they come back (retire_if_worn,
+// spawned, checked); spawn planning fills up to the new size.
+void scheduler::resize(std::uint64_t max_slots, std::uint64_t min_slots) {
+    ++stats_.resizes;
+    max_slots_ = max_slots;
+    min_slots_ = min_slots;
+    below_capacity_ = max_slots_ < capacity_;
+    release_bookkeeping_ = counting_leases_ || below_capacity_;
+    // Bound: each pass retires one idle slot (≤ slot_capacity).
+    while (surplus() && !idle_order_.empty()) {
+        const std::uint32_t oldest = oldest_idle();
+        leave_idle(oldest);
+        retire(oldest, retire_reason::resize);
+    }
+    spawn_inputs_changed_ = true;
+    // A lower min_slots can make an idle timeout due now.
+    if (config_.idle_timeout > 0 && !idle_order_.empty() && live() > min_slots_)
+        due_no_later_than(idle_timeout_due());
+}
+
 // ---------------------------------------------------------------------------------
 // Steps 4 to 6
 
 void scheduler::hand_out() {
     // Bound: each pass grants or checks one idle slot (≤ max_slots).
-    while (!idle_order_.empty() && !arrivals_order_.empty()) {
+    while (!idle_order_.empty() && eligible_waiters() > 0) {
         if (const std::uint32_t s = grantable_idle_slot(); s != no_index) {
             grant_queued(next_waiter(), s);
         } else if (uncovered_waiters() > 0) {  // only stale slots: check the likeliest alive
@@ -454,12 +530,18 @@ void scheduler::hand_out() {
 }
 
 std::int64_t scheduler::uncovered_waiters() const noexcept {
-    return static_cast<std::int64_t>(stats_.queued_waiters) - static_cast<std::int64_t>(count(slot_state::checking)) -
+    return static_cast<std::int64_t>(eligible_waiters()) - static_cast<std::int64_t>(count(slot_state::checking)) -
            static_cast<std::int64_t>(count(slot_state::spawning));
 }
 
+// The earliest eligible waiter under fifo: the arrival order's front, unless some
+// handle is at its cap; then the eligible handles' first waiters, by arrival.
 std::uint32_t scheduler::next_waiter() const noexcept {
-    if (config_.policy == fairness_policy::fifo) return arrivals_order_.head;
+    if (config_.policy == fairness_policy::fifo) {
+        if (stats_.waiters_behind_cap == 0) return arrivals_order_.head;
+        FAIRPOOL_ASSERT(fifo_heads_ && !eligible_heads_.empty());
+        return handles_[eligible_heads_.top().item].waiters.head;
+    }
     FAIRPOOL_ASSERT(!rotation_.empty());
     return handles_[rotation_.head].waiters.head;
 }
@@ -485,21 +567,22 @@ void scheduler::plan_spawns() {
 }
 
 std::int64_t scheduler::spawn_budget() const noexcept {
-    const auto waiting = static_cast<std::int64_t>(stats_.queued_waiters);
+    const auto waiting = static_cast<std::int64_t>(eligible_waiters());
     const auto spawning = static_cast<std::int64_t>(count(slot_state::spawning));
     const auto checking = static_cast<std::int64_t>(count(slot_state::checking));
-    const auto wanted = std::max(waiting - spawning - checking, static_cast<std::int64_t>(config_.min_slots) -
+    const auto wanted = std::max(waiting - spawning - checking, static_cast<std::int64_t>(min_slots_) -
                                                                    static_cast<std::int64_t>(live()));
-    const auto concurrency = static_cast<std::int64_t>(std::min(*config_.max_concurrent_spawns, config_.max_slots));
-    const std::int64_t budget =
-        std::min({wanted, static_cast<std::int64_t>(count(slot_state::empty)), concurrency - spawning});
-    FAIRPOOL_ASSERT(budget <= static_cast<std::int64_t>(config_.max_slots));
+    const auto concurrency = static_cast<std::int64_t>(std::min(*config_.max_concurrent_spawns, max_slots_));
+    // A retiring resource still counts against max_slots: the backend still sees it.
+    const auto room = static_cast<std::int64_t>(max_slots_) - static_cast<std::int64_t>(occupied());
+    const std::int64_t budget = std::min({wanted, room, concurrency - spawning});
+    FAIRPOOL_ASSERT(budget <= static_cast<std::int64_t>(count(slot_state::empty)));
     return budget;
 }
 
 void scheduler::close_if_done() {
     FAIRPOOL_DEBUG_ASSERT(shutting_down_);
-    if (closed_ || count(slot_state::empty) != config_.max_slots) return;
+    if (closed_ || count(slot_state::empty) != capacity_) return;
     FAIRPOOL_ASSERT(arrivals_order_.empty());
     FAIRPOOL_ASSERT(stats_.queued_waiters == 0 && stats_.active_handles == 0);
     closed_ = true;
@@ -511,13 +594,11 @@ void scheduler::close_if_done() {
 
 void scheduler::enqueue(const event& e, nanos deadline) {
     std::uint32_t h = handle_ids_.find(e.handle);
-    if (h == no_index) {  // the handle becomes active: it joins the rotation at the back
-        FAIRPOOL_ASSERT(!free_handles_.empty());
-        h = free_handles_.back();
-        free_handles_.pop_back();
-        handles_[h] = {e.handle, e.weight.value_or(1), 0, {}};
-        handle_ids_.insert(e.handle, h);
-        rotation_links_.push_back(rotation_, h);
+    if (h == no_index) h = make_known(e.handle, cap_of(e));
+    handle_record& handle = handles_[h];
+    if (handle.waiters.empty()) {  // the handle becomes active: it joins the rotation at the back
+        handle.weight = u32(e.weight.value_or(1));
+        handle.turn = 0;
         ++stats_.active_handles;
     }
     FAIRPOOL_ASSERT(!free_waiters_.empty());
@@ -529,7 +610,9 @@ void scheduler::enqueue(const event& e, nanos deadline) {
     waiters_[w] = {e.waiter, deadline, now_, arrivals_++, h};
     waiter_ids_.insert(e.waiter, w);
     arrival_links_.push_back(arrivals_order_, w);
-    handle_links_.push_back(handles_[h].waiters, w);
+    handle_links_.push_back(handle.waiters, w);
+    if (!eligible(handle)) ++stats_.waiters_behind_cap;
+    else if (handle.waiters.size == 1) join_rotation(h);
     spawn_inputs_changed_ = true;  // one more waiter may want a spawn
     if (deadline != never) deadlines_.push(deadline, waiters_[w].arrival, w), due_no_later_than(deadline);
     ++stats_.queued_waiters;
@@ -539,7 +622,12 @@ void scheduler::grant_queued(std::uint32_t w, std::uint32_t s) {
     const waiter_record waiter = waiters_[w];
     handle_record& handle = handles_[waiter.handle];
     FAIRPOOL_ASSERT(handle.waiters.head == w);  // FIFO inside a handle
-    const bool handle_stays_active = handle.waiters.size > 1;
+    FAIRPOOL_ASSERT(eligible(handle));
+    // Counted first: a handle that reaches its cap leaves the rotation with this waiter
+    // still queued, and stays known with its new lease when this was its last waiter.
+    if (counting_leases_) take_lease(waiter.handle);
+    const std::uint64_t handle_id = handle.id;  // the record may be freed with its last waiter
+    const bool handle_stays_active = handle.waiters.size > 1 && eligible(handle);
     remove_waiter(w);
     if (handle_stays_active && config_.policy == fairness_policy::round_robin) {
         FAIRPOOL_ASSERT(rotation_.head == waiter.handle);
@@ -551,7 +639,8 @@ void scheduler::grant_queued(std::uint32_t w, std::uint32_t s) {
     }
     ++stats_.grants_after_wait;
     leave_idle(s);
-    grant(waiter.id, s, waiter.arrived_at);
+    grant(waiter.id, s, waiter.arrived_at, handle_id);
+    if (counting_leases_) holders_[s] = waiter.handle;
 }
 
 void scheduler::reject_queued(std::uint32_t w, reject_reason why) {
@@ -565,26 +654,119 @@ void scheduler::remove_waiter(std::uint32_t w) noexcept {
     FAIRPOOL_ASSERT(w < config_.max_waiters && stats_.queued_waiters > 0);
     const waiter_record& waiter = waiters_[w];
     FAIRPOOL_DEBUG_ASSERT(waiter_ids_.find(waiter.id) == w);
-    handle_record& handle = handles_[waiter.handle];
+    const std::uint32_t h = waiter.handle;
+    handle_record& handle = handles_[h];
+    const bool behind_cap = !eligible(handle);
+    const bool was_first = handle.waiters.head == w;
     arrival_links_.remove(arrivals_order_, w);
     handle_links_.remove(handle.waiters, w);
     if (waiter.deadline != never) deadlines_.remove(w);
     waiter_ids_.erase(waiter.id);
+    if (behind_cap) --stats_.waiters_behind_cap;
     if (handle.waiters.empty()) {  // the handle leaves the rotation; weight and turn are forgotten
-        rotation_links_.remove(rotation_, waiter.handle);
-        handle_ids_.erase(handle.id);
-        free_handles_.push_back(waiter.handle);
+        if (!behind_cap) leave_rotation(h);
         --stats_.active_handles;
+        forget_if_unknown(h);
+    } else if (was_first && !behind_cap && fifo_heads_) {  // its first waiter arrived later
+        eligible_heads_.remove(h);
+        eligible_heads_.push(waiters_[handle.waiters.head].arrival, 0, h);
     }
     free_waiters_.push_back(w);
     --stats_.queued_waiters;
 }
 
 // ---------------------------------------------------------------------------------
+// Lease caps (decision 15)
+
+// From the first acquire that can set a cap on: every lease's handle is counted from
+// here on. Counts before follow from the leased slots, each of which names its handle.
+// Runs once in a scheduler's life: O(slots + handles × log handles).
+void scheduler::start_counting_leases() {
+    FAIRPOOL_ASSERT(!counting_leases_);
+    counting_leases_ = true;
+    release_bookkeeping_ = true;
+    fifo_heads_ = config_.policy == fairness_policy::fifo;
+    for (std::uint32_t s = 0; s < capacity_; ++s) {
+        const slot_record& slot = slots_[s];
+        if (slot.state != slot_state::leased) continue;
+        std::uint32_t h = handle_ids_.find(slot.holder);
+        if (h == no_index) h = make_known(slot.holder, 0);
+        holders_[s] = h;
+        ++handles_[h].leases;  // no cap yet: nothing changes eligibility
+    }
+    if (fifo_heads_)
+        for (std::uint32_t h = rotation_.head; h != no_index; h = rotation_links_.next(h))
+            eligible_heads_.push(waiters_[handles_[h].waiters.head].arrival, 0, h);
+}
+
+std::uint32_t scheduler::make_known(std::uint64_t id, std::uint64_t cap) {
+    FAIRPOOL_ASSERT(!free_handles_.empty());
+    const std::uint32_t h = free_handles_.back();
+    free_handles_.pop_back();
+    handles_[h] = {id, cap, 1, 0, 0, {}};
+    handle_ids_.insert(id, h);
+    return h;
+}
+
+// A handle with neither waiters nor leases is forgotten, its cap with it.
+void scheduler::forget_if_unknown(std::uint32_t h) noexcept {
+    handle_record& handle = handles_[h];
+    if (!handle.waiters.empty()) return;
+    if (handle.leases > 0) {
+        handle.weight = 1, handle.turn = 0;
+        return;
+    }
+    handle_ids_.erase(handle.id);
+    free_handles_.push_back(h);
+}
+
+void scheduler::join_rotation(std::uint32_t h) noexcept {
+    handles_[h].turn = 0;
+    rotation_links_.push_back(rotation_, h);
+    if (fifo_heads_) eligible_heads_.push(waiters_[handles_[h].waiters.head].arrival, 0, h);
+}
+
+void scheduler::leave_rotation(std::uint32_t h) noexcept {
+    rotation_links_.remove(rotation_, h);
+    handles_[h].turn = 0;
+    if (fifo_heads_) eligible_heads_.remove(h);
+}
+
+// A grant to a counted handle; at its cap it leaves the rotation, waiters and all.
+void scheduler::take_lease(std::uint32_t h) noexcept {
+    handle_record& handle = handles_[h];
+    FAIRPOOL_ASSERT(eligible(handle));
+    ++handle.leases;
+    if (eligible(handle)) return;
+    ++stats_.handles_at_cap;
+    if (handle.waiters.empty()) return;
+    leave_rotation(h);
+    stats_.waiters_behind_cap += handle.waiters.size;
+}
+
+// A lease back (clean or dirty): below its cap again, the handle rejoins the rotation
+// at the back with a fresh turn.
+void scheduler::return_lease(std::uint32_t h) noexcept {
+    handle_record& handle = handles_[h];
+    FAIRPOOL_ASSERT(handle.leases > 0);
+    const bool was_at_cap = !eligible(handle);
+    --handle.leases;
+    if (was_at_cap) {
+        --stats_.handles_at_cap;
+        if (!handle.waiters.empty()) {
+            stats_.waiters_behind_cap -= handle.waiters.size;
+            join_rotation(h);
+            spawn_inputs_changed_ = true;  // its waiters may want spawns now
+        }
+    }
+    forget_if_unknown(h);
+}
+
+// ---------------------------------------------------------------------------------
 // Slots
 
 void scheduler::set_state(std::uint32_t s, slot_state next) noexcept {
-    FAIRPOOL_ASSERT(s < config_.max_slots);
+    FAIRPOOL_ASSERT(s < capacity_);
     FAIRPOOL_ASSERT(legal_transition(slots_[s].state, next));
     FAIRPOOL_ASSERT(count(slots_[s].state) > 0);
     // Fewer spawning, fewer live or more empty slots can raise the spawn budget. (A slot
@@ -620,7 +802,7 @@ void scheduler::start_check(std::uint32_t s, bool keepalive) {
     emit(effect::check(s));
 }
 
-void scheduler::grant(std::uint64_t waiter_id, std::uint32_t s, nanos arrived_at) {
+void scheduler::grant(std::uint64_t waiter_id, std::uint32_t s, nanos arrived_at, std::uint64_t handle_id) {
     FAIRPOOL_DEBUG_ASSERT(waiter_ids_.find(waiter_id) == no_index);  // no longer queued
     FAIRPOOL_ASSERT(now_ >= arrived_at);
     FAIRPOOL_DEBUG_ASSERT(!stale(s));  // invariant 12: a slot granted is fresh
@@ -628,6 +810,7 @@ void scheduler::grant(std::uint64_t waiter_id, std::uint32_t s, nanos arrived_at
     set_state(s, slot_state::leased);
     slot.lease = ++last_lease_;
     slot.granted_at = now_;
+    slot.holder = handle_id;
     ++slot.uses;
     slot.leak_unreported = config_.leak_threshold > 0;
     if (slot.leak_unreported) {

@@ -18,15 +18,16 @@ constexpr bool reached(nanos due, nanos now) noexcept { return due != never && d
 
 // The fields each state uses (section 7.2); the others hold their defaults.
 struct slot_fields {
-    bool expires_at, verified_at, idle_since, idle_seq, granted_at, lease, uses, leak_unreported, keepalive_check;
+    bool expires_at, verified_at, idle_since, idle_seq, granted_at, lease, uses, leak_unreported, keepalive_check,
+        handle;
 };
 
 constexpr slot_fields fields_of(slot_state s) noexcept {
     switch (s) {
-        case slot_state::idle: return {true, true, true, true, false, false, true, false, false};
-        case slot_state::leased: return {true, false, false, false, true, true, true, true, false};
-        case slot_state::checking: return {true, false, true, true, false, false, true, false, true};
-        case slot_state::resetting: return {true, false, false, false, false, false, true, false, false};
+        case slot_state::idle: return {true, true, true, true, false, false, true, false, false, false};
+        case slot_state::leased: return {true, false, false, false, true, true, true, true, false, true};
+        case slot_state::checking: return {true, false, true, true, false, false, true, false, true, false};
+        case slot_state::resetting: return {true, false, false, false, false, false, true, false, false, false};
         default: return {};
     }
 }
@@ -44,8 +45,11 @@ snapshot_slot normalized(snapshot_slot r) noexcept {
     if (!f.uses) r.uses = 0;
     if (!f.leak_unreported) r.leak_unreported = false;
     if (!f.keepalive_check) r.keepalive_check = false;
+    if (!f.handle) r.handle = 0;
     return r;
 }
+
+std::uint32_t u32(std::uint64_t v) noexcept { return static_cast<std::uint32_t>(v); }
 
 [[noreturn]] void refuse(std::size_t record, const std::string& message) { throw snapshot_error(record, message); }
 
@@ -59,15 +63,24 @@ std::string slot_name(std::uint32_t s) { return "slot " + std::to_string(s); }
 void scheduler::snapshot(snapshot_sink sink) const {
     sink(snapshot_begin{now_, last_lease_, highest_waiter_, arrivals_, spawn_failures_in_a_row_, backoff_end_, idle_seq_,
                         jitter_state_, started_, shutting_down_, closed_});
-    for (std::uint32_t s = 0; s < config_.max_slots; ++s) {
+    if (max_slots_ != config_.max_slots || min_slots_ != config_.min_slots)
+        sink(snapshot_sizes{max_slots_, min_slots_});
+    for (std::uint32_t s = 0; s < capacity_; ++s) {
         const slot_record& slot = slots_[s];
         if (slot.state == slot_state::empty) continue;
-        sink(normalized({slot.expires_at, slot.verified_at, slot.idle_since, slot.idle_seq, slot.granted_at, slot.lease,
-                         slot.uses, s, slot.state, slot.leak_unreported, slot.keepalive_check}));
+        const bool leased = slot.state == slot_state::leased;
+        sink(normalized({slot.expires_at, slot.verified_at, slot.idle_since, leased ? 0 : slot.idle_seq,
+                         slot.granted_at, slot.lease, slot.uses, leased ? slot.holder : 0, s, slot.state,
+                         slot.leak_unreported, slot.keepalive_check}));
     }
     for (std::uint32_t s = idle_order_.head; s != no_index; s = idle_links_.next(s)) sink(snapshot_idle{s});
-    for (std::uint32_t h = rotation_.head; h != no_index; h = rotation_links_.next(h))
-        sink(snapshot_handle{handles_[h].id, handles_[h].weight, handles_[h].turn});
+    auto handle_of = [this](std::uint32_t h) {
+        const handle_record& handle = handles_[h];
+        return snapshot_handle{handle.id, handle.weight, handle.turn, handle.cap};
+    };
+    for (std::uint32_t h = rotation_.head; h != no_index; h = rotation_links_.next(h)) sink(handle_of(h));
+    parked_capped_handles();
+    for (const std::uint32_t h : snapshot_scratch_) sink(handle_of(h));
     for (std::uint32_t w = arrivals_order_.head; w != no_index; w = arrival_links_.next(w)) {
         const waiter_record& waiter = waiters_[w];
         sink(snapshot_waiter{waiter.id, handles_[waiter.handle].id, waiter.deadline, waiter.arrived_at, waiter.arrival});
@@ -82,11 +95,29 @@ void scheduler::snapshot(snapshot_sink sink) const {
 }
 
 std::uint64_t scheduler::snapshot_size() const noexcept {
-    std::uint64_t n = 2 + (config_.max_slots - count(slot_state::empty)) + idle_order_.size + rotation_.size +
+    parked_capped_handles();
+    std::uint64_t n = 2 + occupied() + idle_order_.size + rotation_.size + snapshot_scratch_.size() +
                       arrivals_order_.size;
+    if (max_slots_ != config_.max_slots || min_slots_ != config_.min_slots) ++n;
     for (int c = 0; c < counter_count; ++c) n += counter_of(stats_, static_cast<counter>(c)) != 0 ? 1 : 0;
     for (const std::uint64_t bucket : stats_.wait_histogram) n += bucket != 0 ? 1 : 0;
     return n;
+}
+
+// Every capped handle outside the rotation holds a lease (it is at its cap, or has no
+// waiter and is known by its leases): the leased slots find them all.
+void scheduler::parked_capped_handles() const {
+    snapshot_scratch_.clear();
+    if (!counting_leases_) return;  // no cap can exist yet
+    for (std::uint32_t s = 0; s < capacity_; ++s) {
+        const slot_record& slot = slots_[s];
+        if (slot.state != slot_state::leased) continue;
+        const std::uint32_t h = holders_[s];
+        if (handles_[h].cap != 0 && !in_rotation(handles_[h])) snapshot_scratch_.push_back(h);
+    }
+    std::sort(snapshot_scratch_.begin(), snapshot_scratch_.end(),
+              [this](std::uint32_t a, std::uint32_t b) { return handles_[a].id < handles_[b].id; });
+    snapshot_scratch_.erase_from(std::unique(snapshot_scratch_.begin(), snapshot_scratch_.end()));
 }
 
 // ---------------------------------------------------------------------------------
@@ -104,6 +135,7 @@ void scheduler::restore(std::span<const snapshot_record> records) {
     restore_scalars(begin);
     std::size_t i = 1;
     auto kind_is = [&](std::size_t index) { return i < n && records[i].index() == index; };
+    if (kind_is(8)) restore_sizes(std::get<snapshot_sizes>(records[i])), ++i;
 
     // Slots, by index.
     std::int64_t previous_slot = -1;
@@ -114,7 +146,7 @@ void scheduler::restore(std::span<const snapshot_record> records) {
     const std::size_t idle_first = i;
     for (; kind_is(2); ++i) {
         const std::uint32_t s = std::get<snapshot_idle>(records[i]).slot;
-        if (s >= config_.max_slots || slots_[s].state != slot_state::idle)
+        if (s >= capacity_ || slots_[s].state != slot_state::idle)
             refuse(i, "idle slot=" + std::to_string(s) + ": not an idle slot");
         scratch_.push_back(s);
     }
@@ -133,12 +165,40 @@ void scheduler::restore(std::span<const snapshot_record> records) {
         restore_idle_bookkeeping(s);
     }
 
-    // Handles, in rotation order; then waiters, in arrival order.
+    // Handles, in rotation order, then the capped ones outside it; then waiters, in
+    // arrival order; then who holds each lease.
+    const std::size_t handles_first = i;
     for (; kind_is(3); ++i) restore_handle(i, std::get<snapshot_handle>(records[i]));
     const waiter_record* last = nullptr;
     for (; kind_is(4); ++i) last = restore_waiter(i, std::get<snapshot_waiter>(records[i]), last);
-    for (std::uint32_t h = rotation_.head; h != no_index; h = rotation_links_.next(h))
-        if (handles_[h].waiters.empty()) refuse(i, "handle id=" + std::to_string(handles_[h].id) + " has no waiter");
+    restore_lease_holders(i);
+    // Each handle record, in order: the rotation's (waiters, below their cap) first.
+    std::size_t k = handles_first;
+    std::uint32_t next = rotation_.head;
+    bool parked = false;
+    std::uint64_t previous_parked = 0;
+    for (std::uint32_t h = next; h != no_index; h = next, ++k) {
+        next = rotation_links_.next(h);
+        handle_record& handle = handles_[h];
+        const std::string name = "handle id=" + std::to_string(handle.id);
+        if (handle.cap != 0 && handle.leases > handle.cap)
+            refuse(k, name + ": " + std::to_string(handle.leases) + " leases, above its max_leases=" +
+                          std::to_string(handle.cap));
+        if (in_rotation(handle)) {
+            if (parked) refuse(k, name + ": waiters below its cap, listed after a handle outside the rotation");
+            if (fifo_heads_) eligible_heads_.push(waiters_[handle.waiters.head].arrival, 0, h);
+            continue;
+        }
+        if (handle.cap == 0) refuse(k, name + " has no waiter");
+        if (handle.waiters.empty() && handle.leases == 0) refuse(k, name + ": a cap without waiters or leases");
+        if (parked && handle.id <= previous_parked) refuse(k, name + ": handles outside the rotation go by id");
+        if (handle.turn != 0) refuse(k, name + ": a turn outside the rotation");
+        if (handle.waiters.empty() && handle.weight != 1) refuse(k, name + ": a weight without waiters");
+        parked = true;
+        previous_parked = handle.id;
+        rotation_links_.remove(rotation_, h);
+        stats_.waiters_behind_cap += handle.waiters.size;
+    }
 
     // Counters and the histogram.
     int previous_counter = -1;
@@ -198,7 +258,7 @@ void scheduler::restore_scalars(const snapshot_begin& b) {
 void scheduler::restore_slot(std::size_t i, const snapshot_slot& r, std::int64_t& previous) {
     const std::uint32_t s = r.index;
     const std::string name = slot_name(s);
-    if (s >= config_.max_slots) refuse(i, name + ": index at or above max_slots");
+    if (s >= capacity_) refuse(i, name + ": index at or above slot_capacity");
     if (static_cast<std::int64_t>(s) <= previous) refuse(i, name + ": out of order or repeated");
     previous = s;
     if (!started_) refuse(i, name + ": a slot is live before start");
@@ -233,8 +293,9 @@ void scheduler::restore_slot(std::size_t i, const snapshot_slot& r, std::int64_t
             break;
         default: break;
     }
-    slots_[s] = {r.expires_at, r.verified_at, r.idle_since, r.idle_seq, r.granted_at, r.lease, r.uses,
+    slots_[s] = {r.expires_at, r.verified_at, r.idle_since, {r.idle_seq}, r.granted_at, r.lease, r.uses,
                  slot_state::empty, r.leak_unreported, r.keepalive_check};
+    if (r.state == slot_state::leased) slots_[s].holder = r.handle;
     empty_slots_.remove(s);
     --stats_.slots[static_cast<int>(slot_state::empty)];
     ++stats_.slots[static_cast<int>(r.state)];
@@ -242,14 +303,14 @@ void scheduler::restore_slot(std::size_t i, const snapshot_slot& r, std::int64_t
     if (r.keepalive_check && ++keepalive_checks_ > config_.max_concurrent_checks)
         refuse(i, name + ": more keepalive checks than max_concurrent_checks");
     const auto spawning = count(slot_state::spawning);
-    if (spawning > std::min(*config_.max_concurrent_spawns, config_.max_slots))
+    if (spawning > std::min(*config_.max_concurrent_spawns, max_slots_))
         refuse(i, name + ": more spawns than max_concurrent_spawns");
 }
 
 // Lease ids are distinct; unreported leases are ordered by grant, which is lease order.
 void scheduler::restore_leases(std::size_t i) {
     scratch_.clear();
-    for (std::uint32_t s = 0; s < config_.max_slots; ++s)
+    for (std::uint32_t s = 0; s < capacity_; ++s)
         if (slots_[s].state == slot_state::leased) scratch_.push_back(s);
     std::sort(scratch_.begin(), scratch_.end(),
               [this](std::uint32_t a, std::uint32_t b) { return slots_[a].lease < slots_[b].lease; });
@@ -276,17 +337,16 @@ void scheduler::restore_handle(std::size_t i, const snapshot_handle& r) {
     const std::string name = "handle id=" + std::to_string(r.id);
     if (!started_) refuse(i, name + ": a handle before start");
     if (handle_ids_.find(r.id) != no_index) refuse(i, name + ": repeated");
-    if (free_handles_.empty()) refuse(i, name + ": more handles than max_waiters");
+    if (free_handles_.empty()) refuse(i, name + ": more handles than max_waiters + slot_capacity");
     if (r.weight == 0 || r.weight > max_weight) refuse(i, name + ": weight outside 1..65535");
     if (r.turn >= r.weight || (config_.policy == fairness_policy::fifo && r.turn != 0))
         refuse(i, name + ": turn not below its weight (0 under fifo)");
     if (!rotation_.empty() && r.turn != 0) refuse(i, name + ": a turn in progress behind the front of the rotation");
-    const std::uint32_t h = free_handles_.back();
-    free_handles_.pop_back();
-    handles_[h] = {r.id, r.weight, r.turn, {}};
-    handle_ids_.insert(r.id, h);
+    // Listed in the rotation for now: the lease counts decide (restore()).
+    const std::uint32_t h = make_known(r.id, r.max_leases);
+    handles_[h].weight = u32(r.weight);
+    handles_[h].turn = u32(r.turn);
     rotation_links_.push_back(rotation_, h);
-    ++stats_.active_handles;
 }
 
 const scheduler::waiter_record* scheduler::restore_waiter(std::size_t i, const snapshot_waiter& r,
@@ -310,19 +370,57 @@ const scheduler::waiter_record* scheduler::restore_waiter(std::size_t i, const s
     waiters_[w] = {r.id, r.deadline, r.arrived_at, r.arrival, h};
     waiter_ids_.insert(r.id, w);
     arrival_links_.push_back(arrivals_order_, w);
+    if (handles_[h].waiters.empty()) ++stats_.active_handles;
     handle_links_.push_back(handles_[h].waiters, w);
     if (r.deadline != never) deadlines_.push(r.deadline, r.arrival, w);
     ++stats_.queued_waiters;
     return &waiters_[w];
 }
 
+// Leases are counted once a cap can exist (a cap in the config or on a handle record);
+// a lease of a handle without a record is one of an uncapped handle known by its leases.
+void scheduler::restore_lease_holders(std::size_t end) {
+    bool caps = config_.max_leases_per_handle > 0;
+    for (std::uint32_t h = rotation_.head; h != no_index && !caps; h = rotation_links_.next(h))
+        caps = handles_[h].cap != 0;
+    if (!caps) return;
+    counting_leases_ = true;
+    release_bookkeeping_ = true;
+    fifo_heads_ = config_.policy == fairness_policy::fifo;
+    for (std::uint32_t s = 0; s < capacity_; ++s) {
+        const slot_record& slot = slots_[s];
+        if (slot.state != slot_state::leased) continue;
+        std::uint32_t h = handle_ids_.find(slot.holder);
+        if (h == no_index) {
+            if (free_handles_.empty()) refuse(end, "more handles than max_waiters + slot_capacity");
+            h = make_known(slot.holder, 0);
+        }
+        holders_[s] = h;
+        if (++handles_[h].leases == handles_[h].cap) ++stats_.handles_at_cap;
+    }
+}
+
+void scheduler::restore_sizes(const snapshot_sizes& r) {
+    if (r.max_slots == 0 || r.max_slots > capacity_ || r.min_slots > r.max_slots)
+        refuse(1, "sizes max_slots=" + std::to_string(r.max_slots) + " min_slots=" + std::to_string(r.min_slots) +
+                      ": not 1..slot_capacity and 0..max_slots");
+    if (r.max_slots == config_.max_slots && r.min_slots == config_.min_slots)
+        refuse(1, "sizes: the config's sizes are not written");
+    if (!started_) refuse(1, "sizes: a resize before start");
+    max_slots_ = r.max_slots;
+    min_slots_ = r.min_slots;
+    below_capacity_ = max_slots_ < capacity_;
+    release_bookkeeping_ = counting_leases_ || below_capacity_;
+}
+
 // What holds after every step, and what the steps' shortcuts rely on.
 void scheduler::check_restored(std::size_t end) {
-    if (closed_ && count(slot_state::empty) != config_.max_slots) refuse(end, "closed with a slot not empty");
+    if (closed_ && count(slot_state::empty) != capacity_) refuse(end, "closed with a slot not empty");
     if (shutting_down_ && !idle_order_.empty()) refuse(end, "idle slots while shutting down");
-    if (shutting_down_ && !closed_ && count(slot_state::empty) == config_.max_slots)
+    if (shutting_down_ && !closed_ && count(slot_state::empty) == capacity_)
         refuse(end, "shutting down with every slot empty, yet not closed");
-    if (!arrivals_order_.empty()) {  // invariant 6: only stale idle slots, each waiter covered
+    if (surplus() && !idle_order_.empty()) refuse(end, "an idle slot while more slots are live than max_slots");
+    if (eligible_waiters() > 0) {  // invariant 6: only stale idle slots, each waiter covered
         for (std::uint32_t s = idle_order_.head; s != no_index; s = idle_links_.next(s))
             if (!stale(s) || uncovered_waiters() > 0) refuse(end, "an idle slot while a waiter is queued (invariant 6)");
     }

@@ -34,6 +34,10 @@ struct config {
     bool reset_on_release = false;
     std::uint64_t max_lifetime_jitter = 0;    // <= max_lifetime
     std::uint64_t jitter_seed = 0;
+    // Tenant isolation (section 2): a handle's leases out at once (0 = no cap), and the
+    // most slots a `resize` may ask for (the tables are sized by it).
+    std::uint64_t max_leases_per_handle = 0;
+    std::optional<std::uint64_t> slot_capacity;  // default: max_slots
 
     // The values in force: defaults that depend on other fields filled in.
     [[nodiscard]] config resolved() const;

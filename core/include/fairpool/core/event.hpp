@@ -12,9 +12,9 @@ inline constexpr nanos never = ~nanos{0};
 
 enum class event_kind : std::uint8_t {
     start, acquire, cancel, deregister, release, spawned, spawn_failed, retired, died, tick, shutdown,
-    checked, reset_done,
+    checked, reset_done, resize,
 };
-inline constexpr int event_kind_count = 13;
+inline constexpr int event_kind_count = 14;
 
 enum class release_outcome : std::uint8_t { clean, dirty };
 enum class check_outcome : std::uint8_t { alive, dead };   // of a `checked`
@@ -27,6 +27,9 @@ struct event {
     std::uint64_t lease = 0;                  // release
     std::optional<nanos> deadline;            // acquire
     std::optional<std::uint64_t> weight;      // acquire (1..65535)
+    std::optional<std::uint64_t> max_leases;  // acquire: the handle's lease cap (0 = none)
+    std::uint64_t max_slots = 0;              // resize (1..slot_capacity)
+    std::uint64_t min_slots = 0;              // resize (0..max_slots)
     std::uint32_t slot = 0;                   // release and every slot event
     event_kind kind = event_kind::tick;
     release_outcome outcome = release_outcome::clean;  // release
@@ -40,9 +43,15 @@ struct event {
     }
     static event start(nanos now) { return of(event_kind::start, now); }
     static event acquire(nanos now, std::uint64_t waiter, std::uint64_t handle,
-                         std::optional<nanos> deadline = {}, std::optional<std::uint64_t> weight = {}) {
+                         std::optional<nanos> deadline = {}, std::optional<std::uint64_t> weight = {},
+                         std::optional<std::uint64_t> max_leases = {}) {
         event e = of(event_kind::acquire, now);
-        e.waiter = waiter, e.handle = handle, e.deadline = deadline, e.weight = weight;
+        e.waiter = waiter, e.handle = handle, e.deadline = deadline, e.weight = weight, e.max_leases = max_leases;
+        return e;
+    }
+    static event resize(nanos now, std::uint64_t max_slots, std::uint64_t min_slots) {
+        event e = of(event_kind::resize, now);
+        e.max_slots = max_slots, e.min_slots = min_slots;
         return e;
     }
     static event cancel(nanos now, std::uint64_t waiter) {
@@ -85,8 +94,8 @@ struct event {
 
     friend bool operator==(const event&, const event&) = default;
 };
-// Built for every command the adapter feeds the core: nine words, no padding holes.
-static_assert(sizeof(event) == 72);
+// Built for every command the adapter feeds the core: thirteen words, no padding holes.
+static_assert(sizeof(event) == 104);
 
 // Returned by step(); anything but `ok` means the event changed nothing.
 // Listed in the order the checks run.
@@ -97,6 +106,7 @@ enum class event_error : std::uint8_t {
     time_went_backwards,
     bad_slot,
     bad_weight,
+    bad_size,
     duplicate_waiter,
     stale_lease,
     not_spawning,
@@ -105,7 +115,7 @@ enum class event_error : std::uint8_t {
     not_checking,
     not_resetting,
 };
-inline constexpr int event_error_count = 13;
+inline constexpr int event_error_count = 14;
 
 enum class effect_kind : std::uint8_t { grant, reject, spawn, retire, leak_suspected, closed, check, reset };
 inline constexpr int effect_kind_count = 8;
@@ -113,8 +123,8 @@ inline constexpr int effect_kind_count = 8;
 enum class reject_reason : std::uint8_t { saturated, timeout, cancelled, deregistered, closed };
 inline constexpr int reject_reason_count = 5;
 
-enum class retire_reason : std::uint8_t { dirty, max_uses, max_lifetime, idle, died, shutdown, reset_failed };
-inline constexpr int retire_reason_count = 7;
+enum class retire_reason : std::uint8_t { dirty, max_uses, max_lifetime, idle, died, shutdown, reset_failed, resize };
+inline constexpr int retire_reason_count = 8;
 
 struct effect {
     std::uint64_t waiter = 0;  // grant, reject

@@ -6,8 +6,10 @@
 // Cost of one step: O(log W + log S + effects) for W queued waiters and S slots.
 // Every table is sized from the config at construction:
 //   slots, idle order, leak order, lifetime heap, empty-slot heap,
-//   idle-time heap ..................................................... max_slots
-//   waiters, deadline heap, waiter ids, active handles, handle ids .... max_waiters
+//   idle-time heap ..................................................... slot_capacity
+//   waiters, deadline heap, waiter ids ................................. max_waiters
+//   handles, handle ids, rotation, fifo heads ......... max_waiters + slot_capacity
+//   (a handle is known while it has waiters or leases)
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -30,7 +32,7 @@ namespace fairpool::core {
 // waiter); each slot gets at most one leak report and one grant, spawn or retire; and
 // one `closed`.
 [[nodiscard]] constexpr std::uint64_t max_effects_per_step(const config& resolved) noexcept {
-    return resolved.max_waiters + 1 + 2 * resolved.max_slots + 1;
+    return resolved.max_waiters + 1 + 2 * *resolved.slot_capacity + 1;
 }
 
 class scheduler {
@@ -63,13 +65,20 @@ public:
     [[nodiscard]] const stats& counters() const noexcept { return stats_; }
     [[nodiscard]] const config& configuration() const noexcept { return config_; }
     [[nodiscard]] slot_state slot(std::uint32_t index) const noexcept { return slots_[index].state; }
+    // The sizes in force: the config's, or the last valid `resize`'s.
+    [[nodiscard]] std::uint64_t max_slots() const noexcept { return max_slots_; }
+    [[nodiscard]] std::uint64_t min_slots() const noexcept { return min_slots_; }
 
 private:
     struct slot_record {
         nanos expires_at = never;  // its `spawned`'s now + its drawn lifetime (max_lifetime > 0)
         nanos verified_at = 0;  // now of its last verification (section 1): the idle order
         nanos idle_since = 0;   // now of the step it last became idle after a use (decision 5)
-        std::uint64_t idle_seq = 0;  // ties idle_since: the order slots became idle after a use
+        // One word for two fields that are never used in the same state.
+        union {
+            std::uint64_t idle_seq = 0;  // idle, checking: ties idle_since (the order slots became idle after a use)
+            std::uint64_t holder;        // leased: the id of the handle the lease was granted to
+        };
         nanos granted_at = 0;   // now of the grant of the current lease
         std::uint64_t lease = 0;
         std::uint64_t uses = 0;  // grants since its `spawned`
@@ -84,31 +93,38 @@ private:
         std::uint64_t arrival = 0;  // admission order, ties deadlines
         std::uint32_t handle = detail::no_index;  // index into handles_
     };
+    // A known handle: it has queued waiters, or (while leases are counted) leases out.
     struct handle_record {
         std::uint64_t id = 0;
-        std::uint64_t weight = 1;
-        std::uint64_t turn = 0;    // grants since it reached the front
+        std::uint64_t cap = 0;     // max_leases of the acquire that made it known; 0 = none
+        std::uint32_t weight = 1;  // of the acquire that made it active (≤ max_weight)
+        std::uint32_t turn = 0;    // grants since it reached the front
+        std::uint32_t leases = 0;  // leases out, while leases are counted
         detail::list_ends waiters;  // FIFO, links in handle_links_
     };
-    // The tables hold max_slots and max_waiters of these: keep them to a few words.
+    // The tables hold slot_capacity and max_waiters of these: keep them to a few words.
     static_assert(sizeof(slot_record) == 64);
     static_assert(sizeof(waiter_record) == 40);
     static_assert(sizeof(handle_record) == 40);
     // Table indices are u32 with no_index as "none"; the id tables have
     // bit_ceil(2 × entries) buckets, which must fit too.
     static_assert(max_slots_limit < detail::no_index);
-    static_assert(2 * max_waiters_limit <= std::uint64_t{detail::no_index});
+    static_assert(2 * (max_waiters_limit + max_slots_limit) <= std::uint64_t{detail::no_index});
 
     // Restoring a snapshot (snapshot.cpp), record by record; each refuses with
     // snapshot_error naming record i.
     void restore(std::span<const snapshot_record> records);
     void restore_scalars(const snapshot_begin& b);
+    void restore_sizes(const snapshot_sizes& r);
     void restore_slot(std::size_t i, const snapshot_slot& r, std::int64_t& previous);
     void restore_leases(std::size_t i);
     void restore_idle_bookkeeping(std::uint32_t slot) noexcept;
     void restore_handle(std::size_t i, const snapshot_handle& r);
     const waiter_record* restore_waiter(std::size_t i, const snapshot_waiter& r, const waiter_record* previous);
+    void restore_lease_holders(std::size_t end);
     void check_restored(std::size_t end);
+    // Capped handles outside the rotation, by id (into snapshot_scratch_).
+    void parked_capped_handles() const;
 
     [[nodiscard]] event_error validate(const event& e) const noexcept;
     [[nodiscard]] event_error validate_slot(const event& e, slot_state needed, event_error otherwise) const noexcept;
@@ -130,12 +146,16 @@ private:
     void cancel(std::uint64_t waiter_id);
     void deregister(std::uint64_t handle_id);
     void release(const event& e);
+    [[gnu::noinline]] void release_with_bookkeeping(const event& e);
+    template <bool may_be_surplus>
+    void take_back(std::uint32_t slot, release_outcome outcome);
     void spawned(std::uint32_t slot);
     void spawn_failed(std::uint32_t slot);
     void died(std::uint32_t slot);
     void checked(std::uint32_t slot, check_outcome outcome);
     void reset_done(std::uint32_t slot, reset_outcome outcome);
     void shutdown();
+    void resize(std::uint64_t max_slots, std::uint64_t min_slots);
     // Steps 4 to 6.
     void hand_out();
     void plan_spawns();
@@ -148,6 +168,26 @@ private:
     void reject_queued(std::uint32_t waiter, reject_reason why);
     void remove_waiter(std::uint32_t waiter) noexcept;
     [[nodiscard]] nanos effective_deadline(const event& e) const noexcept;
+    [[nodiscard]] std::uint64_t eligible_waiters() const noexcept {
+        return stats_.queued_waiters - stats_.waiters_behind_cap;
+    }
+
+    // Lease caps (decision 15). Leases are counted per handle once any cap can exist
+    // (counting_leases_); before, nothing needs the counts and the round trip skips them.
+    [[nodiscard]] static bool eligible(const handle_record& h) noexcept { return h.cap == 0 || h.leases < h.cap; }
+    [[nodiscard]] bool in_rotation(const handle_record& h) const noexcept { return !h.waiters.empty() && eligible(h); }
+    // Kept out of line: the round trip without caps only tests counting_leases_.
+    [[gnu::noinline]] void start_counting_leases();
+    [[gnu::noinline]] std::uint32_t acquire_counted(const event& e, std::uint32_t idle_slot);
+    std::uint32_t make_known(std::uint64_t id, std::uint64_t cap);
+    void forget_if_unknown(std::uint32_t h) noexcept;
+    void join_rotation(std::uint32_t h) noexcept;
+    void leave_rotation(std::uint32_t h) noexcept;
+    void take_lease(std::uint32_t h) noexcept;
+    void return_lease(std::uint32_t h) noexcept;
+    [[nodiscard]] std::uint64_t cap_of(const event& e) const noexcept {
+        return e.max_leases.value_or(config_.max_leases_per_handle);
+    }
 
     // Slots.
     void set_state(std::uint32_t slot, slot_state next) noexcept;
@@ -155,14 +195,16 @@ private:
     [[nodiscard]] std::uint32_t first_fresh_idle_slot() const noexcept;
     [[nodiscard]] bool stale(std::uint32_t slot) const noexcept;
     [[nodiscard]] std::int64_t uncovered_waiters() const noexcept;
-    void grant(std::uint64_t waiter_id, std::uint32_t slot, nanos arrived_at);
+    void grant(std::uint64_t waiter_id, std::uint32_t slot, nanos arrived_at, std::uint64_t handle_id);
     // Whether becoming idle restarts the idle time (a use ended) or keeps it (a check passed).
     enum class idle_time : std::uint8_t { restart, keep };
     void become_idle(std::uint32_t slot, idle_time t) noexcept;
     void track_idle(std::uint32_t slot) noexcept;
     void leave_idle(std::uint32_t slot) noexcept;
     [[nodiscard]] std::uint32_t oldest_idle() const noexcept;
+    template <bool may_be_surplus = true>
     bool retire_if_worn(std::uint32_t slot);
+    [[nodiscard]] bool surplus() const noexcept { return below_capacity_ && live() > max_slots_; }
     void start_check(std::uint32_t slot, bool keepalive);
     [[nodiscard]] nanos draw_lifetime() noexcept;
     void end_lease(std::uint32_t slot) noexcept;
@@ -172,12 +214,21 @@ private:
     [[nodiscard]] std::int64_t spawn_budget() const noexcept;
     [[nodiscard]] std::uint64_t count(slot_state s) const noexcept { return stats_.slots[static_cast<int>(s)]; }
     [[nodiscard]] std::uint64_t live() const noexcept {
-        return config_.max_slots - count(slot_state::empty) - count(slot_state::retiring);
+        return capacity_ - count(slot_state::empty) - count(slot_state::retiring);
     }
+    // Slots that count against max_slots: the live ones and those retiring.
+    [[nodiscard]] std::uint64_t occupied() const noexcept { return capacity_ - count(slot_state::empty); }
 
     void emit(const effect& f) noexcept;
 
     config config_;
+    std::uint64_t capacity_ = 0;    // slot_capacity: the size of the slot tables
+    std::uint64_t max_slots_ = 0;   // the sizes in force (resize)
+    std::uint64_t min_slots_ = 0;
+    bool counting_leases_ = false;  // handles' leases are counted (a cap can exist)
+    bool below_capacity_ = false;   // max_slots < slot_capacity: a surplus is possible
+    bool release_bookkeeping_ = false;  // counting_leases_ || below_capacity_: releases take the long way
+    bool fifo_heads_ = false;       // eligible_heads_ is kept (fifo while counting leases)
     bool started_ = false;
     bool shutting_down_ = false;
     bool closed_ = false;
@@ -202,6 +253,7 @@ private:
     detail::bounded_vector<effect> effects_;  // of the current step, capacity max_effects_per_step
 
     std::vector<slot_record> slots_;
+    std::vector<std::uint32_t> holders_;     // by leased slot: its holder's index into handles_ (counting_leases_)
     detail::list_links idle_links_;
     detail::list_ends idle_order_;           // oldest idle first
     detail::list_links leak_links_;
@@ -209,7 +261,8 @@ private:
     detail::indexed_heap aged_idle_;         // idle slots by (expiry, slot) (max_lifetime > 0)
     detail::indexed_heap idle_times_;        // idle slots by idle_seq (by_idle_time_)
     detail::indexed_heap empty_slots_;       // by slot index
-    detail::bounded_vector<std::uint32_t> scratch_;    // slot indices to sort, capacity max_slots
+    detail::bounded_vector<std::uint32_t> scratch_;    // slot indices to sort, capacity slot_capacity
+    mutable detail::bounded_vector<std::uint32_t> snapshot_scratch_;  // handle indices, capacity slot_capacity
 
     std::vector<waiter_record> waiters_;
     detail::bounded_vector<std::uint32_t> free_waiters_;
@@ -222,7 +275,8 @@ private:
     std::vector<handle_record> handles_;
     detail::bounded_vector<std::uint32_t> free_handles_;
     detail::list_links rotation_links_;
-    detail::list_ends rotation_;             // active handles; the front has the turn
+    detail::list_ends rotation_;             // active eligible handles; the front has the turn
+    detail::indexed_heap eligible_heads_;    // handles in the rotation by their first waiter's arrival (fifo_heads_)
     detail::id_map handle_ids_;
 };
 

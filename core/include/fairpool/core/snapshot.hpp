@@ -6,9 +6,13 @@
 //
 // Record order (the restoring constructor refuses any other):
 //   snapshot_begin                      the scalars
+//   snapshot_sizes     ≤ 1                the sizes of the last `resize`, if they differ
+//                                         from the config's
 //   snapshot_slot      ×  non-empty slots, by slot index
 //   snapshot_idle      ×  idle slots, in idle order (least recently verified first)
-//   snapshot_handle    ×  active handles, in rotation order (the front has the turn)
+//   snapshot_handle    ×  handles in the rotation, in rotation order (the front has the
+//                         turn); then every other handle with a lease cap that has
+//                         waiters or leases, by id
 //   snapshot_waiter    ×  queued waiters, in arrival order
 //   snapshot_counter   ×  non-zero counters, in counter order
 //   snapshot_bucket    ×  non-zero wait-histogram buckets, by index
@@ -42,6 +46,13 @@ struct snapshot_begin {
     friend bool operator==(const snapshot_begin&, const snapshot_begin&) = default;
 };
 
+// The pool's size since the last `resize` (absent: the config's max_slots and min_slots).
+struct snapshot_sizes {
+    std::uint64_t max_slots = 0;
+    std::uint64_t min_slots = 0;
+    friend bool operator==(const snapshot_sizes&, const snapshot_sizes&) = default;
+};
+
 struct snapshot_slot {
     nanos expires_at = never;  // its resource's end of life (max_lifetime > 0)
     nanos verified_at = 0;     // its last verification (section 1)
@@ -50,6 +61,7 @@ struct snapshot_slot {
     nanos granted_at = 0;      // the grant of its current (or last) lease
     std::uint64_t lease = 0;   // its current (or last) lease id
     std::uint64_t uses = 0;    // grants since its `spawned`
+    std::uint64_t handle = 0;  // the handle its current lease was granted to
     std::uint32_t index = 0;
     slot_state state = slot_state::spawning;
     bool leak_unreported = false;  // leased and not yet reported as leak_suspected
@@ -66,6 +78,7 @@ struct snapshot_handle {
     std::uint64_t id = 0;
     std::uint64_t weight = 1;
     std::uint64_t turn = 0;  // grants since it reached the front of the rotation
+    std::uint64_t max_leases = 0;  // its lease cap; 0 = none (its leases: the slots naming it)
     friend bool operator==(const snapshot_handle&, const snapshot_handle&) = default;
 };
 
@@ -97,14 +110,16 @@ enum class counter : std::uint8_t {
     retirements_died,
     retirements_shutdown,
     retirements_reset_failed,
+    retirements_resize,
     leaks_suspected,
     checks_started,
     checks_passed,
     checks_failed,
     resets_started,
     resets_failed,
+    resizes,
 };
-inline constexpr int counter_count = 23;
+inline constexpr int counter_count = 25;
 
 [[nodiscard]] constexpr std::uint64_t& counter_of(stats& s, counter c) noexcept {
     constexpr int rejections = static_cast<int>(counter::rejections_saturated);
@@ -122,6 +137,7 @@ inline constexpr int counter_count = 23;
         case counter::checks_failed: return s.checks_failed;
         case counter::resets_started: return s.resets_started;
         case counter::resets_failed: return s.resets_failed;
+        case counter::resizes: return s.resizes;
         default: break;
     }
     if (i < retirements) return s.rejections[static_cast<std::size_t>(i - rejections)];
@@ -130,7 +146,7 @@ inline constexpr int counter_count = 23;
 [[nodiscard]] constexpr std::uint64_t counter_of(const stats& s, counter c) noexcept {
     return counter_of(const_cast<stats&>(s), c);  // NOLINT(cppcoreguidelines-pro-type-const-cast): one body for both
 }
-static_assert(reject_reason_count == 5 && retire_reason_count == 7 && counter_count == 23);
+static_assert(reject_reason_count == 5 && retire_reason_count == 8 && counter_count == 25);
 
 struct snapshot_counter {
     counter name = counter::acquires;
@@ -149,13 +165,14 @@ struct snapshot_end {
 };
 
 using snapshot_record = std::variant<snapshot_begin, snapshot_slot, snapshot_idle, snapshot_handle, snapshot_waiter,
-                                     snapshot_counter, snapshot_bucket, snapshot_end>;
+                                     snapshot_counter, snapshot_bucket, snapshot_end, snapshot_sizes>;
 // Fixed size, trivially copyable: a recorder copies them into a preallocated ring.
 static_assert(sizeof(snapshot_record) <= 80);
 
 // The most records a snapshot of a scheduler with this (resolved) config can have.
 [[nodiscard]] constexpr std::uint64_t max_snapshot_records(const config& resolved) noexcept {
-    return 1 + 2 * resolved.max_slots + 2 * resolved.max_waiters + counter_count + wait_histogram_buckets + 1;
+    // Handles: each one with waiters, and each other capped one holds a lease.
+    return 2 + 3 * *resolved.slot_capacity + 2 * resolved.max_waiters + counter_count + wait_histogram_buckets + 1;
 }
 
 // Where scheduler::snapshot() writes its records, one call each: a non-owning

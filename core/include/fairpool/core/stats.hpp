@@ -29,6 +29,7 @@ struct stats {
     std::uint64_t checks_failed = 0;   // `checked` dead
     std::uint64_t resets_started = 0;
     std::uint64_t resets_failed = 0;   // `reset_done` failed
+    std::uint64_t resizes = 0;         // valid `resize` events
     // Acquires refused with error::busy by the Boost.Asio adapter's admission (its mailbox
     // was full) before they reached a scheduler: counted by the adapter beside these
     // counters (pool.stats()); a scheduler's own counters always hold 0.
@@ -36,6 +37,8 @@ struct stats {
     // Gauges.
     std::uint64_t queued_waiters = 0;
     std::uint64_t active_handles = 0;
+    std::uint64_t waiters_behind_cap = 0;  // queued waiters of handles at their lease cap
+    std::uint64_t handles_at_cap = 0;      // handles holding max_leases leases
     std::array<std::uint64_t, slot_state_count> slots{};  // by slot_state
     // Time from acquire to grant, immediate grants included.
     std::array<std::uint64_t, wait_histogram_buckets> wait_histogram{};

@@ -38,6 +38,8 @@ public:
         items_.pop_back();
     }
     void clear() noexcept { items_.clear(); }
+    // Drops the items from `first` on (std::unique's end).
+    void erase_from(typename std::vector<T>::iterator first) noexcept { items_.erase(first, items_.end()); }
 
     [[nodiscard]] bool empty() const noexcept { return items_.empty(); }
     [[nodiscard]] std::size_t size() const noexcept { return items_.size(); }
