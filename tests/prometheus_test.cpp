@@ -26,7 +26,10 @@ stats known_stats() {
     s.rejections = {1, 2, 3, 4, 5};
     s.spawns = 7;
     s.spawn_failures = 2;
-    s.retirements = {11, 12, 13, 14, 15, 16, 17};
+    s.retirements = {11, 12, 13, 14, 15, 16, 17, 18};
+    s.resizes = 36;
+    s.waiters_behind_cap = 37;
+    s.handles_at_cap = 38;
     s.leaks_suspected = 3;
     s.checks_started = 31;
     s.checks_passed = 32;
@@ -78,6 +81,7 @@ fairpool_retirements_total{pool="db",reason="idle"} 14
 fairpool_retirements_total{pool="db",reason="died"} 15
 fairpool_retirements_total{pool="db",reason="shutdown"} 16
 fairpool_retirements_total{pool="db",reason="reset_failed"} 17
+fairpool_retirements_total{pool="db",reason="resize"} 18
 # HELP fairpool_leaks_suspected_total Leases held longer than leak_threshold (each reported once).
 # TYPE fairpool_leaks_suspected_total counter
 fairpool_leaks_suspected_total{pool="db"} 3
@@ -94,6 +98,9 @@ fairpool_resets_started_total{pool="db"} 34
 # HELP fairpool_resets_failed_total Resets that failed (the resource was retired).
 # TYPE fairpool_resets_failed_total counter
 fairpool_resets_failed_total{pool="db"} 35
+# HELP fairpool_resizes_total Runtime resizes of the pool (resize events).
+# TYPE fairpool_resizes_total counter
+fairpool_resizes_total{pool="db"} 36
 # HELP fairpool_slots Slots by state.
 # TYPE fairpool_slots gauge
 fairpool_slots{pool="db",state="empty"} 21
@@ -109,6 +116,12 @@ fairpool_waiters{pool="db"} 9
 # HELP fairpool_active_handles Handles with at least one queued waiter.
 # TYPE fairpool_active_handles gauge
 fairpool_active_handles{pool="db"} 4
+# HELP fairpool_waiters_behind_cap Queued acquires of handles holding their max_leases (not eligible until a lease comes back).
+# TYPE fairpool_waiters_behind_cap gauge
+fairpool_waiters_behind_cap{pool="db"} 37
+# HELP fairpool_handles_at_cap Handles holding their max_leases leases.
+# TYPE fairpool_handles_at_cap gauge
+fairpool_handles_at_cap{pool="db"} 38
 # HELP fairpool_acquire_wait_seconds Time from acquire to grant, immediate grants included (_sum is estimated from the buckets).
 # TYPE fairpool_acquire_wait_seconds histogram
 fairpool_acquire_wait_seconds_bucket{pool="db",le="0"} 60
@@ -250,7 +263,7 @@ TEST(prometheus, several_pools_share_one_help_and_type_per_family) {
     for (const auto& line : lines_of(text)) {
         if (line.starts_with("# TYPE ")) ++types;
     }
-    EXPECT_EQ(types, 16u);  // one per family (4 of them health: checks started, checks, resets started, resets failed)
+    EXPECT_EQ(types, 19u);  // one per family (4 of them health: checks started, checks, resets started, resets failed)
     EXPECT_THAT(text, HasSubstr("fairpool_acquires_total{pool=\"a\"} 101\nfairpool_acquires_total{pool=\"b\"} 0\n"));
     EXPECT_THAT(text, HasSubstr("fairpool_acquire_wait_seconds_count{pool=\"a\"} 90\n"));
     EXPECT_THAT(text, HasSubstr("fairpool_acquire_wait_seconds_count{pool=\"b\"} 0\n"));

@@ -88,7 +88,7 @@ TEST(SchedulerSnapshot, ASnapshotWritesOnlyWhatTheStateHas) {
     s.step(event::acquire(30, 2, 8, 900));
     const std::vector<snapshot_record> expected{
         snapshot_begin{30, 1, 2, 2, 0, 0, 1, 0, true, false, false},
-        snapshot_slot{never, 0, 0, 0, 20, 1, 1, 0, slot_state::leased, false, false},
+        snapshot_slot{never, 0, 0, 0, 20, 1, 1, 0, slot_state::leased, false, false, 7},  // held by handle 7
         snapshot_slot{never, 0, 0, 0, 0, 0, 0, 1, slot_state::spawning, false, false},
         snapshot_handle{8, 1, 0},
         snapshot_waiter{2, 8, 900, 30, 1},
@@ -190,7 +190,7 @@ TEST_F(refusal, AKindOutOfPlace) {
 
 TEST_F(refusal, SlotIndexBeyondMaxSlots) {
     nth<snapshot_slot>(2).index = 5;
-    expect_refused(3, "slot 5: index at or above max_slots");
+    expect_refused(3, "slot 5: index at or above slot_capacity");
 }
 
 TEST_F(refusal, AnEmptySlotRecord) {
@@ -264,7 +264,7 @@ TEST_F(refusal, AWaiterOfAnUnknownHandle) {
 TEST_F(refusal, AHandleWithoutWaiters) {
     c.max_waiters_per_handle = 3;
     nth<snapshot_waiter>(2).handle = 8;
-    expect_refused(index_of(nth<snapshot_waiter>(2)) + 1, "handle id=9 has no waiter");
+    expect_refused(index_of(nth<snapshot_handle>(1)), "handle id=9 has no waiter");  // named at its own record
 }
 
 TEST_F(refusal, ARepeatedWaiter) {

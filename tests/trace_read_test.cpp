@@ -629,8 +629,8 @@ TEST(trace_read, bad_effects_are_refused) {
     EXPECT_EQ(error(h + "= reject waiter=1 reason=idle\n"),
               "4: bad value 'idle' for 'reason', expected saturated, timeout, cancelled, deregistered or closed");
     EXPECT_EQ(error(h + "= retire slot=0 reason=timeout\n"),
-              "4: bad value 'timeout' for 'reason', expected dirty, max_uses, max_lifetime, idle, died, shutdown or "
-              "reset_failed");
+              "4: bad value 'timeout' for 'reason', expected dirty, max_uses, max_lifetime, idle, died, shutdown, "
+              "reset_failed or resize");
     EXPECT_EQ(error(h + "= check\n"), "4: missing field 'slot' for effect check");
     EXPECT_EQ(error(h + "= reset slot=0 reason=dirty\n"), "4: unknown key 'reason' for effect reset");
     EXPECT_EQ(error(h + "= spawn slot=-0\n"), "4: bad number '-0' for 'slot'");
@@ -837,8 +837,9 @@ TEST(trace_format_v2, every_counter_has_its_contract_name) {
         "acquires", "grants_immediate", "grants_after_wait", "rejections_saturated", "rejections_timeout",
         "rejections_cancelled", "rejections_deregistered", "rejections_closed", "spawns", "spawn_failures",
         "retirements_dirty", "retirements_max_uses", "retirements_max_lifetime", "retirements_idle",
-        "retirements_died", "retirements_shutdown", "retirements_reset_failed", "leaks_suspected",
-        "checks_started", "checks_passed", "checks_failed", "resets_started", "resets_failed"};
+        "retirements_died", "retirements_shutdown", "retirements_reset_failed", "retirements_resize",
+        "leaks_suspected", "checks_started", "checks_passed", "checks_failed", "resets_started", "resets_failed",
+        "resizes"};
     ASSERT_EQ(std::size(names), static_cast<std::size_t>(core::counter_count));
     for (int i = 0; i < core::counter_count; ++i)
         EXPECT_STREQ(core::to_string(static_cast<core::counter>(i)), names[i]);

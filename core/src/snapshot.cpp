@@ -70,8 +70,8 @@ void scheduler::snapshot(snapshot_sink sink) const {
         if (slot.state == slot_state::empty) continue;
         const bool leased = slot.state == slot_state::leased;
         sink(normalized({slot.expires_at, slot.verified_at, slot.idle_since, leased ? 0 : slot.idle_seq,
-                         slot.granted_at, slot.lease, slot.uses, leased ? slot.holder : 0, s, slot.state,
-                         slot.leak_unreported, slot.keepalive_check}));
+                         slot.granted_at, slot.lease, slot.uses, s, slot.state, slot.leak_unreported,
+                         slot.keepalive_check, leased ? slot.holder : 0}));
     }
     for (std::uint32_t s = idle_order_.head; s != no_index; s = idle_links_.next(s)) sink(snapshot_idle{s});
     auto handle_of = [this](std::uint32_t h) {

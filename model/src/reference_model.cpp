@@ -62,7 +62,8 @@ std::uint64_t scaled_draw(std::uint64_t x, std::uint64_t j) {
 }  // namespace
 
 reference_model::reference_model(const core::config& config)
-    : config_(core::checked(config)), jitter_state_(config_.jitter_seed), slots_(config_.max_slots) {
+    : config_(core::checked(config)), jitter_state_(config_.jitter_seed), slots_(*config_.slot_capacity),
+      max_slots_(config_.max_slots), min_slots_(config_.min_slots) {
     refresh_gauges();
 }
 
@@ -80,6 +81,7 @@ core::step_result reference_model::step(const core::event& e) {
     hand_out(e.now);              // 4.
     plan_spawns(e.now);           // 5.
     close_if_done();                // 6.
+    forget_unknown_handles();
     refresh_gauges();                   // Section 9: gauges are current after every step.
     return {event_error::ok, effects_};
 }
@@ -117,6 +119,10 @@ event_error reference_model::validate(const core::event& e) const {
             return slots_[e.slot].state == slot_state::checking ? event_error::ok : event_error::not_checking;
         case event_kind::reset_done:
             return slots_[e.slot].state == slot_state::resetting ? event_error::ok : event_error::not_resetting;
+        case event_kind::resize:
+            return e.max_slots >= 1 && e.max_slots <= slots_.size() && e.min_slots <= e.max_slots
+                       ? event_error::ok
+                       : event_error::bad_size;
         default:
             return event_error::ok;
     }
@@ -169,7 +175,7 @@ void reference_model::retire_idle_past_lifetime(nanos now) {
 // the verification order: a passed check does not make a slot younger (invariant 13).
 void reference_model::retire_idle_past_idle_timeout(nanos now) {
     if (config_.idle_timeout == 0) return;
-    while (live_slots() > config_.min_slots) {
+    while (live_slots() > min_slots_) {
         const std::optional<std::uint32_t> oldest = oldest_by_idle_time();
         if (!oldest || !reached(saturating_add(slots_[*oldest].idle_since, config_.idle_timeout), now)) return;
         retire(*oldest, retire_reason::idle);
@@ -203,6 +209,7 @@ void reference_model::apply_event(const core::event& e) {
         case event_kind::reset_done: on_reset_done(e); return;
         case event_kind::tick: return;  // the event itself does nothing
         case event_kind::shutdown: on_shutdown(); return;
+        case event_kind::resize: on_resize(e); return;
     }
 }
 
@@ -216,8 +223,13 @@ void reference_model::on_acquire(const core::event& e) {
         emit_reject(e.waiter, reject_reason::closed);
         return;
     }
-    if (const std::optional<std::uint32_t> slot = fresh_slot_to_grant(e.now)) {
+    // Decision 15: the cap comes from the acquire that makes the handle known.
+    forget_unknown_handles();  // step 2 may have made it unknown
+    const std::uint64_t cap = e.max_leases.value_or(config_.max_leases_per_handle);
+    if (const std::optional<std::uint32_t> slot = fresh_slot_to_grant(e.now); slot && is_eligible(e.handle)) {
+        make_known(e.handle, cap);
         grant(e.waiter, *slot, e.now, e.now, /*immediate=*/true);
+        slots_[*slot].holder = e.handle;
         return;
     }
     // Decision 1: the effective deadline is the earlier of the given one and
@@ -232,6 +244,7 @@ void reference_model::on_acquire(const core::event& e) {
         emit_reject(e.waiter, reject_reason::saturated);
         return;
     }
+    make_known(e.handle, cap);
     enqueue(waiter_record{e.waiter, e.handle, deadline, e.now, arrivals_++}, e.weight.value_or(1));
 }
 
@@ -250,10 +263,15 @@ void reference_model::on_deregister(const core::event& e) {
 
 // Section 5, "Release": dirty -> retire (dirty); clean -> see release_clean.
 void reference_model::on_release(const core::event& e) {
+    const std::uint64_t holder = slots_[e.slot].holder;
+    const bool was_eligible = is_eligible(holder);
     if (e.outcome == core::release_outcome::dirty)
         retire(e.slot, retire_reason::dirty);
     else
         release_clean(e.slot, e.now, /*after_reset=*/false);
+    // The lease is back (the slot is no longer leased): below its cap, the handle
+    // rejoins the rotation at the back.
+    if (!was_eligible) rejoin_rotation_if_below_cap(holder);
 }
 
 // A clean release, and again a `reset_done ok` (section 5, "Release" and "Reset done"):
@@ -264,6 +282,8 @@ void reference_model::release_clean(std::uint32_t slot, nanos now, bool after_re
     const slot_record& s = slots_[slot];
     if (shutting_down_)
         retire(slot, retire_reason::shutdown);
+    else if (surplus())
+        retire(slot, retire_reason::resize);
     else if (config_.max_uses > 0 && s.uses >= config_.max_uses)
         retire(slot, retire_reason::max_uses);
     else if (past_lifetime(s, now))
@@ -286,6 +306,8 @@ void reference_model::on_spawned(const core::event& e) {
     backoff_end_.reset();
     if (shutting_down_)
         retire(e.slot, retire_reason::shutdown);
+    else if (surplus())
+        retire(e.slot, retire_reason::resize);
     else if (past_lifetime(s, e.now))
         retire(e.slot, retire_reason::max_lifetime);
     else
@@ -329,6 +351,8 @@ void reference_model::on_checked(const core::event& e) {
         ++stats_.checks_passed;
         if (shutting_down_)
             retire(e.slot, retire_reason::shutdown);
+        else if (surplus())
+            retire(e.slot, retire_reason::resize);
         else if (past_lifetime(s, e.now))
             retire(e.slot, retire_reason::max_lifetime);
         else if (past_idle_timeout_unwaited(s, e.now))
@@ -363,6 +387,19 @@ void reference_model::on_shutdown() {
         if (slots_[i].state == slot_state::idle) retire(i, retire_reason::shutdown);
 }
 
+// Section 3, `resize`: the new sizes hold at once; surplus idle slots retire now, least
+// recently used (oldest idle time) first; the others as they come back.
+void reference_model::on_resize(const core::event& e) {
+    ++stats_.resizes;
+    max_slots_ = e.max_slots;
+    min_slots_ = e.min_slots;
+    while (surplus()) {
+        const std::optional<std::uint32_t> oldest = oldest_by_idle_time();
+        if (!oldest) return;
+        retire(*oldest, retire_reason::resize);
+    }
+}
+
 // ---------------------------------------------------------------------------------------
 // Step 4. While a slot is idle and a waiter is queued: grant a fresh idle slot if there
 // is one; otherwise, while the queued waiters outnumber the checks and spawns in flight
@@ -370,12 +407,12 @@ void reference_model::on_shutdown() {
 // waiter keeps its place and its turn, an `alive` hands it the slot); otherwise stop.
 
 void reference_model::hand_out(nanos now) {
-    while (!idle_order_.empty() && !waiters_.empty()) {
+    while (!idle_order_.empty() && eligible_waiters() > 0) {
         if (const std::optional<std::uint32_t> slot = fresh_slot_to_grant(now)) {
             grant_next_waiter(*slot, now);
             continue;
         }
-        const auto w = static_cast<std::int64_t>(waiters_.size());
+        const auto w = static_cast<std::int64_t>(eligible_waiters());
         const auto c = static_cast<std::int64_t>(count_slots(slot_state::checking));
         const auto p = static_cast<std::int64_t>(count_slots(slot_state::spawning));
         if (w - c - p <= 0) return;
@@ -387,9 +424,12 @@ void reference_model::hand_out(nanos now) {
 void reference_model::grant_next_waiter(std::uint32_t slot, nanos now) {
     const std::uint64_t id = next_waiter_to_grant();
     const waiter_record w = take_waiter(id);
+    grant(w.id, slot, w.acquired_at, now, /*immediate=*/false);
+    slots_[slot].holder = w.handle;
+    leave_rotation_if_at_cap(w.handle);
     // Round robin: count the grant in the front handle's turn (decision 3); when the
     // turn is used up, the handle moves to the back if it still has waiters. (A handle
-    // left without waiters has already left the rotation in take_waiter.)
+    // left without waiters, or at its cap, has already left the rotation.)
     if (config_.policy == core::fairness_policy::round_robin && in_rotation(w.handle)) {
         turn_record& t = turns_.at(w.handle);
         if (++t.turn >= t.weight) {
@@ -398,13 +438,15 @@ void reference_model::grant_next_waiter(std::uint32_t slot, nanos now) {
             t.turn = 0;
         }
     }
-    grant(w.id, slot, w.acquired_at, now, /*immediate=*/false);
 }
 
 // Section 5, "Who is granted next". fifo: the oldest queued waiter. round_robin: the
 // front handle's oldest waiter (FIFO inside a handle).
 std::uint64_t reference_model::next_waiter_to_grant() {
-    if (config_.policy == core::fairness_policy::fifo) return waiters_.front().id;
+    if (config_.policy == core::fairness_policy::fifo) {  // the earliest eligible waiter
+        for (const waiter_record& w : waiters_)
+            if (is_eligible(w.handle)) return w.id;
+    }
     const std::uint64_t front = rotation_.front();
     for (const waiter_record& w : waiters_)
         if (w.handle == front) return w.id;
@@ -430,14 +472,16 @@ void reference_model::plan_spawns(nanos now) {
 // max_concurrent_spawns is a u64 that may exceed 2^63; it is capped at max_slots first,
 // which changes nothing: P + empty <= max_slots, so max_slots - P >= empty already.
 std::int64_t reference_model::spawns_wanted() const {
-    const auto w = static_cast<std::int64_t>(waiters_.size());
+    const auto w = static_cast<std::int64_t>(eligible_waiters());
     const auto p = static_cast<std::int64_t>(count_slots(slot_state::spawning));
     const auto c = static_cast<std::int64_t>(count_slots(slot_state::checking));
     const auto live = static_cast<std::int64_t>(live_slots());
-    const auto empty = static_cast<std::int64_t>(count_slots(slot_state::empty));
-    const auto min_slots = static_cast<std::int64_t>(config_.min_slots);
-    const auto concurrent = static_cast<std::int64_t>(std::min(*config_.max_concurrent_spawns, config_.max_slots));
-    return std::min({std::max(w - p - c, min_slots - live), empty, concurrent - p});
+    // Empty slots within max_slots: a retiring resource still counts against it.
+    const auto room = static_cast<std::int64_t>(max_slots_) -
+                      static_cast<std::int64_t>(slots_.size() - count_slots(slot_state::empty));
+    const auto min_slots = static_cast<std::int64_t>(min_slots_);
+    const auto concurrent = static_cast<std::int64_t>(std::min(*config_.max_concurrent_spawns, max_slots_));
+    return std::min({std::max(w - p - c, min_slots - live), room, concurrent - p});
 }
 
 // Inside a backoff: now < its end (an end of 2^64-1 never comes).
@@ -477,7 +521,7 @@ std::optional<nanos> reference_model::next_deadline() const {
     // The oldest idle slot's (by idle time) idle time + idle_timeout, if more than
     // min_slots are live.
     if (const std::optional<std::uint32_t> oldest = oldest_by_idle_time();
-        config_.idle_timeout > 0 && oldest && live_slots() > config_.min_slots)
+        config_.idle_timeout > 0 && oldest && live_slots() > min_slots_)
         consider(saturating_add(slots_[*oldest].idle_since, config_.idle_timeout));
     // The least recently verified idle slot's verification + keepalive_interval, if fewer
     // than max_concurrent_checks keepalive checks are in flight.
@@ -512,7 +556,7 @@ bool reference_model::in_rotation(std::uint64_t handle) const {
 // Kept under both policies (decision 4); only round_robin reads it.
 void reference_model::enqueue(const waiter_record& w, std::uint64_t weight) {
     if (queued_of(w.handle) == 0) {
-        rotation_.push_back(w.handle);
+        if (is_eligible(w.handle)) rotation_.push_back(w.handle);  // at its cap it joins when a lease is back
         turns_[w.handle] = turn_record{weight, 0};  // a fresh turn when it reaches the front
     }
     waiters_.push_back(w);
@@ -531,10 +575,59 @@ reference_model::waiter_record reference_model::take_waiter(std::uint64_t waiter
 // Decision 3: a handle with no queued waiter leaves the rotation; its weight and turn are
 // forgotten. If it was the front handle, the next handle starts a fresh turn.
 void reference_model::leave_rotation_if_inactive(std::uint64_t handle) {
-    if (queued_of(handle) != 0 || !in_rotation(handle)) return;
-    rotation_.erase(std::find(rotation_.begin(), rotation_.end(), handle));
+    if (queued_of(handle) != 0) return;
     turns_.erase(handle);
+    if (in_rotation(handle)) rotation_.erase(std::find(rotation_.begin(), rotation_.end(), handle));
 }
+
+// ---------------------------------------------------------------------------------------
+// Lease caps (decision 15): a handle is known while it has queued waiters or leases; its
+// cap is that of the acquire that made it known. At its cap it is out of the rotation.
+
+std::uint64_t reference_model::leases_of(std::uint64_t handle) const {
+    return static_cast<std::uint64_t>(std::count_if(slots_.begin(), slots_.end(), [&](const slot_record& s) {
+        return s.state == slot_state::leased && s.holder == handle;
+    }));
+}
+
+bool reference_model::is_known(std::uint64_t handle) const { return queued_of(handle) > 0 || leases_of(handle) > 0; }
+
+bool reference_model::is_eligible(std::uint64_t handle) const {
+    const auto it = caps_.find(handle);
+    return it == caps_.end() || it->second == 0 || leases_of(handle) < it->second;
+}
+
+std::uint64_t reference_model::eligible_waiters() const {
+    return static_cast<std::uint64_t>(
+        std::count_if(waiters_.begin(), waiters_.end(), [&](const waiter_record& w) { return is_eligible(w.handle); }));
+}
+
+void reference_model::forget_unknown_handles() {
+    for (auto it = caps_.begin(); it != caps_.end();) it = is_known(it->first) ? std::next(it) : caps_.erase(it);
+}
+
+void reference_model::make_known(std::uint64_t handle, std::uint64_t cap) {
+    if (!is_known(handle)) caps_[handle] = cap;
+}
+
+// After a grant: at its cap, the handle leaves the rotation with its waiters (its turn
+// is forgotten; the next handle starts a fresh one).
+void reference_model::leave_rotation_if_at_cap(std::uint64_t handle) {
+    if (is_eligible(handle) || !in_rotation(handle)) return;
+    rotation_.erase(std::find(rotation_.begin(), rotation_.end(), handle));
+    turns_.at(handle).turn = 0;
+}
+
+// After a lease came back: a handle with waiters that is below its cap again joins the
+// rotation at the back, with a fresh turn.
+void reference_model::rejoin_rotation_if_below_cap(std::uint64_t handle) {
+    if (!is_eligible(handle) || queued_of(handle) == 0 || in_rotation(handle)) return;
+    rotation_.push_back(handle);
+    turns_.at(handle).turn = 0;
+}
+
+// More slots are live than max_slots (after a resize shrank it).
+bool reference_model::surplus() const { return live_slots() > max_slots_; }
 
 void reference_model::reject_queued(std::uint64_t waiter, reject_reason why) {
     take_waiter(waiter);
@@ -596,7 +689,7 @@ bool reference_model::past_lifetime(const slot_record& s, nanos now) const {
 // Section 5, "Checked": nobody is queued, idle time + idle_timeout <= now (idle_timeout
 // > 0) and more than min_slots slots are live (the slot being checked among them).
 bool reference_model::past_idle_timeout_unwaited(const slot_record& s, nanos now) const {
-    return waiters_.empty() && config_.idle_timeout > 0 && live_slots() > config_.min_slots &&
+    return waiters_.empty() && config_.idle_timeout > 0 && live_slots() > min_slots_ &&
            reached(saturating_add(s.idle_since, config_.idle_timeout), now);
 }
 
@@ -707,6 +800,10 @@ void reference_model::refresh_gauges() {
     std::set<std::uint64_t> handles;
     for (const waiter_record& w : waiters_) handles.insert(w.handle);
     stats_.active_handles = handles.size();
+    stats_.waiters_behind_cap = waiters_.size() - eligible_waiters();
+    stats_.handles_at_cap = 0;
+    for (const auto& [handle, cap] : caps_)
+        if (cap > 0 && leases_of(handle) >= cap) ++stats_.handles_at_cap;
     for (int s = 0; s < core::slot_state_count; ++s)
         stats_.slots[static_cast<std::size_t>(s)] = count_slots(static_cast<slot_state>(s));
 }

@@ -35,12 +35,14 @@ inline std::uint64_t& stats_field(core::stats& s, core::counter c) {
         case counter::retirements_died: return retired(retire_reason::died);
         case counter::retirements_shutdown: return retired(retire_reason::shutdown);
         case counter::retirements_reset_failed: return retired(retire_reason::reset_failed);
+        case counter::retirements_resize: return retired(retire_reason::resize);
         case counter::leaks_suspected: return s.leaks_suspected;
         case counter::checks_started: return s.checks_started;
         case counter::checks_passed: return s.checks_passed;
         case counter::checks_failed: return s.checks_failed;
         case counter::resets_started: return s.resets_started;
         case counter::resets_failed: return s.resets_failed;
+        case counter::resizes: return s.resizes;
     }
     return s.acquires;  // unreachable: every counter is listed
 }

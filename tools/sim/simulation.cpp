@@ -205,7 +205,8 @@ void simulation::impl::apply_event(const event& e) {
         case event_kind::cancel:
         case event_kind::deregister:
         case event_kind::died:
-        case event_kind::tick: break;
+        case event_kind::tick:
+        case event_kind::resize: break;  // retirements and spawns come as effects
     }
 }
 

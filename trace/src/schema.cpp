@@ -90,13 +90,15 @@ constexpr auto event_waiter = field_of<&event::waiter>("waiter");
 constexpr auto event_handle = field_of<&event::handle>("handle");
 constexpr auto event_deadline = field_of<&event::deadline, presence::optional>("deadline");
 constexpr auto event_weight = field_of<&event::weight, presence::optional>("weight");
+constexpr auto event_max_leases = field_of<&event::max_leases, presence::optional>("max_leases");
 constexpr auto event_slot = field_of<&event::slot>("slot");
 constexpr auto event_lease = field_of<&event::lease>("lease");
 constexpr auto event_outcome = field_of<&event::outcome>("outcome");
 constexpr auto event_check = field_of<&event::check>("outcome");
 constexpr auto event_reset = field_of<&event::reset>("outcome");
 
-constexpr std::array acquire_fields = {event_waiter, event_handle, event_deadline, event_weight};
+constexpr std::array acquire_fields = {event_waiter, event_handle, event_deadline, event_weight, event_max_leases};
+constexpr std::array resize_fields = {field_of<&event::max_slots>("max_slots"), field_of<&event::min_slots>("min_slots")};
 constexpr std::array cancel_fields = {event_waiter};
 constexpr std::array deregister_fields = {event_handle};
 constexpr std::array release_fields = {event_slot, event_lease, event_outcome};
@@ -147,6 +149,20 @@ constexpr std::array config_keys = {
     config_key<&config::reset_on_release>("reset_on_release"),
     config_key<&config::max_lifetime_jitter>("max_lifetime_jitter"),
     config_key<&config::jitter_seed>("jitter_seed"),
+    // Written only when not their defaults, so that the canonical config line of a
+    // trace without caps or resizes reads as it did before they existed.
+    field<config>{"max_leases_per_handle", value_kind::u64, false,
+                  [](const config& c) -> std::optional<std::uint64_t> {
+                      if (c.max_leases_per_handle == 0) return std::nullopt;
+                      return c.max_leases_per_handle;
+                  },
+                  [](config& c, std::uint64_t v) { c.max_leases_per_handle = v; }},
+    field<config>{"slot_capacity", value_kind::u64, false,
+                  [](const config& c) -> std::optional<std::uint64_t> {
+                      if (!c.slot_capacity || *c.slot_capacity == c.max_slots) return std::nullopt;
+                      return c.slot_capacity;
+                  },
+                  [](config& c, std::uint64_t v) { c.slot_capacity = v; }},
 };
 static_assert(config_keys.size() == max_fields);
 
@@ -163,6 +179,7 @@ using core::snapshot_bucket;
 using core::snapshot_counter;
 using core::snapshot_handle;
 using core::snapshot_idle;
+using core::snapshot_sizes;
 using core::snapshot_slot;
 using core::snapshot_waiter;
 
@@ -192,6 +209,18 @@ constexpr std::array slot_fields = {
     field_of<&snapshot_slot::uses>("uses"),
     field_of<&snapshot_slot::leak_unreported>("leak_unreported"),
     field_of<&snapshot_slot::keepalive_check>("keepalive_check"),
+    // The lease's handle, written when not 0 (snapshots before caps have no such field).
+    field<snapshot_slot>{"handle", value_kind::u64, false,
+                         [](const snapshot_slot& r) -> std::optional<std::uint64_t> {
+                             if (r.handle == 0) return std::nullopt;
+                             return r.handle;
+                         },
+                         [](snapshot_slot& r, std::uint64_t v) { r.handle = v; }},
+};
+
+constexpr std::array sizes_fields = {
+    field_of<&snapshot_sizes::max_slots>("max_slots"),
+    field_of<&snapshot_sizes::min_slots>("min_slots"),
 };
 
 constexpr std::array idle_fields = {field_of<&snapshot_idle::slot>("slot")};
@@ -200,6 +229,13 @@ constexpr std::array handle_fields = {
     field_of<&snapshot_handle::id>("id"),
     field_of<&snapshot_handle::weight>("weight"),
     field_of<&snapshot_handle::turn>("turn"),
+    // Written when the handle has a cap.
+    field<snapshot_handle>{"max_leases", value_kind::u64, false,
+                           [](const snapshot_handle& r) -> std::optional<std::uint64_t> {
+                               if (r.max_leases == 0) return std::nullopt;
+                               return r.max_leases;
+                           },
+                           [](snapshot_handle& r, std::uint64_t v) { r.max_leases = v; }},
 };
 
 // `deadline` is written only when the waiter has one (never = none).
@@ -229,7 +265,7 @@ constexpr std::array bucket_fields = {
 
 // By index in core::snapshot_record.
 constexpr std::array<std::string_view, snapshot_kinds> snapshot_words = {
-    "snapshot", "slot", "idle", "handle", "waiter", "counter", "wait_bucket", "snapshot_end",
+    "snapshot", "slot", "idle", "handle", "waiter", "counter", "wait_bucket", "snapshot_end", "sizes",
 };
 
 // ---- Names -----------------------------------------------------------------------------
@@ -257,6 +293,7 @@ std::span<const field<event>> fields_of(core::event_kind k) noexcept {
         case event_kind::died: return slot_event_fields;
         case event_kind::checked: return checked_fields;
         case event_kind::reset_done: return reset_done_fields;
+        case event_kind::resize: return resize_fields;
         case event_kind::start:
         case event_kind::tick:
         case event_kind::shutdown: break;
@@ -306,6 +343,9 @@ std::span<const field<core::snapshot_bucket>> fields_of(std::type_identity<core:
     return bucket_fields;
 }
 std::span<const field<core::snapshot_end>> fields_of(std::type_identity<core::snapshot_end>) noexcept { return {}; }
+std::span<const field<core::snapshot_sizes>> fields_of(std::type_identity<core::snapshot_sizes>) noexcept {
+    return sizes_fields;
+}
 std::span<const field<segment_info>> segment_fields() noexcept { return segment_keys; }
 std::span<const field<gap_info>> gap_fields() noexcept { return gap_keys; }
 

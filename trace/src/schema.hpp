@@ -57,7 +57,7 @@ struct field {
 [[nodiscard]] std::span<const field<core::effect>> fields_of(core::effect_kind k) noexcept;
 // The config keys of section 2, in table order; none is required.
 [[nodiscard]] std::span<const field<core::config>> config_fields() noexcept;
-inline constexpr std::size_t max_fields = 20;  // the longest list: the config's
+inline constexpr std::size_t max_fields = 22;  // the longest list: the config's
 
 // v2 (section 7.2). The word of each snapshot record, by its index in
 // core::snapshot_record ("snapshot", "slot", …, "snapshot_end").
@@ -72,6 +72,7 @@ inline constexpr std::size_t snapshot_kinds = std::variant_size_v<core::snapshot
 [[nodiscard]] std::span<const field<core::snapshot_counter>> fields_of(std::type_identity<core::snapshot_counter>) noexcept;
 [[nodiscard]] std::span<const field<core::snapshot_bucket>> fields_of(std::type_identity<core::snapshot_bucket>) noexcept;
 [[nodiscard]] std::span<const field<core::snapshot_end>> fields_of(std::type_identity<core::snapshot_end>) noexcept;
+[[nodiscard]] std::span<const field<core::snapshot_sizes>> fields_of(std::type_identity<core::snapshot_sizes>) noexcept;
 [[nodiscard]] std::span<const field<segment_info>> segment_fields() noexcept;
 [[nodiscard]] std::span<const field<gap_info>> gap_fields() noexcept;
 

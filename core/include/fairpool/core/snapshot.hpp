@@ -61,11 +61,11 @@ struct snapshot_slot {
     nanos granted_at = 0;      // the grant of its current (or last) lease
     std::uint64_t lease = 0;   // its current (or last) lease id
     std::uint64_t uses = 0;    // grants since its `spawned`
-    std::uint64_t handle = 0;  // the handle its current lease was granted to
     std::uint32_t index = 0;
     slot_state state = slot_state::spawning;
     bool leak_unreported = false;  // leased and not yet reported as leak_suspected
     bool keepalive_check = false;  // checking for keepalive, not on checkout
+    std::uint64_t handle = 0;      // leased: the handle its lease was granted to
     friend bool operator==(const snapshot_slot&, const snapshot_slot&) = default;
 };
 

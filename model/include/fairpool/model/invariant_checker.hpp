@@ -191,6 +191,11 @@ private:
 
     // Durable bookkeeping.
     bool started_ = false;
+    // Lease caps or a resize are in play (a cap in the config, a slot_capacity above
+    // max_slots, an acquire with max_leases > 0, a resize): this checker does not
+    // follow their rules yet, so from then on it checks nothing; the reference model
+    // (lockstep) covers them.
+    bool isolation_seen_ = false;
     core::nanos now_ = 0;
     std::uint64_t steps_ = 0;
     std::uint64_t arrivals_ = 0;

@@ -59,6 +59,7 @@ private:
         std::uint64_t lease = 0;       // the live lease, while leased
         core::nanos granted_at = 0;    // `now` of that grant
         bool leak_reported = false;    // leak_suspected already emitted for that lease
+        std::uint64_t holder = 0;      // the handle that lease was granted to
     };
 
     // A queued waiter (section 1).
@@ -100,6 +101,7 @@ private:
     void on_checked(const core::event& e);
     void on_reset_done(const core::event& e);
     void on_shutdown();
+    void on_resize(const core::event& e);
 
     // Step 4: handing out (section 5, "Who is granted next").
     void hand_out(core::nanos now);
@@ -122,6 +124,17 @@ private:
     waiter_record take_waiter(std::uint64_t waiter);
     void leave_rotation_if_inactive(std::uint64_t handle);
     void reject_queued(std::uint64_t waiter, core::reject_reason why);
+
+    // Lease caps (decision 15).
+    [[nodiscard]] std::uint64_t leases_of(std::uint64_t handle) const;
+    [[nodiscard]] bool is_known(std::uint64_t handle) const;
+    [[nodiscard]] bool is_eligible(std::uint64_t handle) const;
+    [[nodiscard]] std::uint64_t eligible_waiters() const;
+    void forget_unknown_handles();
+    void make_known(std::uint64_t handle, std::uint64_t cap);
+    void leave_rotation_if_at_cap(std::uint64_t handle);
+    void rejoin_rotation_if_below_cap(std::uint64_t handle);
+    [[nodiscard]] bool surplus() const;
 
     // Slots.
     [[nodiscard]] std::uint64_t count_slots(core::slot_state s) const;
@@ -174,7 +187,10 @@ private:
     std::vector<std::uint32_t> idle_order_;    // idle slots, least recently verified first
     std::vector<waiter_record> waiters_;       // queued waiters, in arrival order
     std::deque<std::uint64_t> rotation_;       // active handles; front has the turn
-    std::map<std::uint64_t, turn_record> turns_;  // of each handle in rotation_
+    std::map<std::uint64_t, turn_record> turns_;  // of each active handle (queued waiters)
+    std::map<std::uint64_t, std::uint64_t> caps_;  // of each known handle (waiters or leases); 0 = none
+    std::uint64_t max_slots_ = 0;  // the sizes in force (the config's, or the last resize's)
+    std::uint64_t min_slots_ = 0;
 };
 
 }  // namespace fairpool::model
