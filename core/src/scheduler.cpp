@@ -102,6 +102,8 @@ scheduler::scheduler(const config& c, std::uint64_t hash_seed)
     jitter_state_ = config_.jitter_seed;
     for (std::uint32_t s = 0; s < capacity_; ++s) empty_slots_.push(s, 0, s);
     stats_.slots[static_cast<int>(slot_state::empty)] = capacity_;
+    below_capacity_ = max_slots_ < capacity_;
+    release_bookkeeping_ = below_capacity_;
     if (config_.max_leases_per_handle > 0) start_counting_leases();
 }
 

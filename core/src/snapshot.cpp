@@ -303,7 +303,8 @@ void scheduler::restore_slot(std::size_t i, const snapshot_slot& r, std::int64_t
     if (r.keepalive_check && ++keepalive_checks_ > config_.max_concurrent_checks)
         refuse(i, name + ": more keepalive checks than max_concurrent_checks");
     const auto spawning = count(slot_state::spawning);
-    if (spawning > std::min(*config_.max_concurrent_spawns, max_slots_))
+    // (Spawns started before a shrink may outnumber the new max_slots: slot_capacity bounds them.)
+    if (spawning > std::min(*config_.max_concurrent_spawns, capacity_))
         refuse(i, name + ": more spawns than max_concurrent_spawns");
 }
 

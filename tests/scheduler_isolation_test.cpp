@@ -1,0 +1,244 @@
+// Tenant isolation (docs/CONTRACT.md, decisions 15 to 17): per-handle lease caps and
+// runtime resize, each rule pinned with the exact effects of each step, against both
+// the core scheduler and the reference model; then the two in lockstep on random
+// events with caps and resizes on.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "driver.hpp"
+#include "fairpool/core/scheduler.hpp"
+#include "fairpool/model/lockstep.hpp"
+#include "fairpool/model/reference_model.hpp"
+
+namespace fairpool::testing {
+namespace {
+
+using E = core::event;
+using core::release_outcome;
+
+template <class Machine>
+class isolation : public ::testing::Test {
+protected:
+    // Two idle slots at time 1 (0 became idle first, so lifo grants 1 first).
+    static driver<Machine> warm(core::config c) {
+        driver<Machine> d(c);
+        effects prewarm;
+        for (std::uint32_t s = 0; s < c.min_slots; ++s) prewarm.push_back("spawn slot=" + std::to_string(s));
+        EXPECT_EQ(d(E::start(0)), prewarm);
+        for (std::uint32_t s = 0; s < c.min_slots; ++s) EXPECT_EQ(d(E::spawned(1, s)), effects{});
+        return d;
+    }
+    static core::config slots(std::uint64_t max, std::uint64_t min) {
+        core::config c;
+        c.max_slots = max;
+        c.min_slots = min;
+        return c;
+    }
+};
+
+using machines = ::testing::Types<core::scheduler, model::reference_model>;
+TYPED_TEST_SUITE(isolation, machines);
+
+// A handle at its cap waits even beside an idle slot; another handle is served; the
+// capped one is served when its lease comes back.
+TYPED_TEST(isolation, a_handle_at_its_cap_waits_beside_an_idle_slot) {
+    auto d = this->warm(this->slots(2, 2));
+    EXPECT_EQ(d(E::acquire(2, 1, 7, {}, {}, 1)), (effects{"grant waiter=1 slot=1 lease=1"}));
+    EXPECT_EQ(d.machine().counters().handles_at_cap, 1u);
+    EXPECT_EQ(d(E::acquire(3, 2, 7)), effects{});  // at its cap: queued, slot 0 stays idle
+    EXPECT_EQ(d.machine().counters().waiters_behind_cap, 1u);
+    EXPECT_EQ(d.machine().counters().slots[static_cast<int>(core::slot_state::idle)], 1u);
+    EXPECT_EQ(d(E::acquire(4, 3, 8)), (effects{"grant waiter=3 slot=0 lease=2"}));
+    EXPECT_EQ(d(E::release(5, 1, 1)), (effects{"grant waiter=2 slot=1 lease=3"}));
+    EXPECT_EQ(d.machine().counters().waiters_behind_cap, 0u);
+    EXPECT_EQ(d.machine().counters().handles_at_cap, 1u);  // handle 7 holds 1 of 1 again
+}
+
+// The config's cap applies to every handle; an acquire's max_leases=0 lifts it for its
+// handle; max_leases on a later acquire of a known handle is ignored.
+TYPED_TEST(isolation, the_cap_comes_from_the_acquire_that_makes_the_handle_known) {
+    core::config c = this->slots(3, 3);
+    c.max_leases_per_handle = 1;
+    auto d = this->warm(c);
+    EXPECT_EQ(d(E::acquire(2, 1, 7, {}, {}, 0)), (effects{"grant waiter=1 slot=2 lease=1"}));
+    EXPECT_EQ(d(E::acquire(3, 2, 7, {}, {}, 1)), (effects{"grant waiter=2 slot=1 lease=2"}));  // still uncapped
+    EXPECT_EQ(d(E::acquire(4, 3, 8)), (effects{"grant waiter=3 slot=0 lease=3"}));
+    EXPECT_EQ(d(E::release(5, 0, 3)), effects{});
+    EXPECT_EQ(d(E::acquire(6, 4, 9)), (effects{"grant waiter=4 slot=0 lease=4"}));
+    EXPECT_EQ(d(E::release(7, 0, 4)), effects{});
+    EXPECT_EQ(d(E::acquire(8, 5, 9)), (effects{"grant waiter=5 slot=0 lease=5"}));  // 9 was forgotten
+}
+
+// Round robin skips a handle at its cap; it rejoins at the back when a lease comes back.
+TYPED_TEST(isolation, round_robin_skips_a_capped_handle_and_it_rejoins_at_the_back) {
+    auto d = this->warm(this->slots(2, 2));
+    EXPECT_EQ(d(E::acquire(2, 1, 7, {}, {}, 1)), (effects{"grant waiter=1 slot=1 lease=1"}));
+    EXPECT_EQ(d(E::acquire(2, 2, 8)), (effects{"grant waiter=2 slot=0 lease=2"}));
+    EXPECT_EQ(d(E::acquire(3, 3, 7)), effects{});  // behind its cap
+    EXPECT_EQ(d(E::acquire(3, 4, 8)), effects{});
+    EXPECT_EQ(d(E::acquire(3, 5, 9)), effects{});
+    EXPECT_EQ(d(E::release(4, 0, 2)), (effects{"grant waiter=4 slot=0 lease=3"}));  // 7 skipped
+    EXPECT_EQ(d(E::release(5, 1, 1)), (effects{"grant waiter=5 slot=1 lease=4"}));  // 7 rejoined behind 9
+    EXPECT_EQ(d(E::release(6, 0, 3)), (effects{"grant waiter=3 slot=0 lease=5"}));
+}
+
+// Under fifo the earliest eligible waiter is served, not the earliest waiter.
+TYPED_TEST(isolation, fifo_serves_the_earliest_eligible_waiter) {
+    core::config c = this->slots(2, 2);
+    c.policy = core::fairness_policy::fifo;
+    auto d = this->warm(c);
+    EXPECT_EQ(d(E::acquire(2, 1, 7, {}, {}, 1)), (effects{"grant waiter=1 slot=1 lease=1"}));
+    EXPECT_EQ(d(E::acquire(2, 2, 8)), (effects{"grant waiter=2 slot=0 lease=2"}));
+    EXPECT_EQ(d(E::acquire(3, 3, 7)), effects{});
+    EXPECT_EQ(d(E::acquire(3, 4, 8)), effects{});
+    EXPECT_EQ(d(E::release(4, 0, 2)), (effects{"grant waiter=4 slot=0 lease=3"}));
+    EXPECT_EQ(d(E::release(5, 1, 1)), (effects{"grant waiter=3 slot=1 lease=4"}));
+}
+
+// A dirty release gives the lease back too: the waiter behind the cap gets a new slot.
+TYPED_TEST(isolation, a_dirty_release_gives_the_lease_back) {
+    auto d = this->warm(this->slots(1, 1));
+    EXPECT_EQ(d(E::acquire(2, 1, 7, {}, {}, 1)), (effects{"grant waiter=1 slot=0 lease=1"}));
+    EXPECT_EQ(d(E::acquire(3, 2, 7)), effects{});
+    EXPECT_EQ(d(E::release(4, 0, 1, release_outcome::dirty)), (effects{"retire slot=0 reason=dirty"}));
+    EXPECT_EQ(d.machine().counters().handles_at_cap, 0u);
+    EXPECT_EQ(d(E::retired(5, 0)), (effects{"spawn slot=0"}));
+    EXPECT_EQ(d(E::spawned(6, 0)), (effects{"grant waiter=2 slot=0 lease=2"}));
+}
+
+// A deregistered handle with a lease out stays known: its cap and count hold.
+TYPED_TEST(isolation, a_deregistered_handle_keeps_its_count_until_its_leases_return) {
+    auto d = this->warm(this->slots(2, 2));
+    EXPECT_EQ(d(E::acquire(2, 1, 7, {}, {}, 1)), (effects{"grant waiter=1 slot=1 lease=1"}));
+    EXPECT_EQ(d(E::acquire(3, 2, 7)), effects{});
+    EXPECT_EQ(d(E::deregister(4, 7)), (effects{"reject waiter=2 reason=deregistered"}));
+    EXPECT_EQ(d(E::acquire(5, 3, 7, {}, {}, 5)), effects{});  // still 1 of 1
+    EXPECT_EQ(d(E::release(6, 1, 1)), (effects{"grant waiter=3 slot=1 lease=2"}));
+}
+
+// A shrink retires idle slots at once (least recently used first) and leased ones as
+// they come back; retiring ones count against max_slots until `retired`.
+TYPED_TEST(isolation, a_shrink_retires_idle_slots_now_and_leased_ones_on_return) {
+    core::config c = this->slots(3, 3);
+    auto d = this->warm(c);
+    EXPECT_EQ(d(E::acquire(2, 1, 7)), (effects{"grant waiter=1 slot=2 lease=1"}));
+    EXPECT_EQ(d(E::resize(3, 1, 0)), (effects{"retire slot=0 reason=resize", "retire slot=1 reason=resize"}));
+    EXPECT_EQ(d.machine().counters().resizes, 1u);
+    EXPECT_EQ(d(E::acquire(4, 2, 8)), effects{});      // 1 live of max 1: no spawn
+    EXPECT_EQ(d(E::retired(5, 0)), effects{});         // slot 1 still retiring, slot 2 leased: full
+    EXPECT_EQ(d(E::release(6, 2, 1)), (effects{"grant waiter=2 slot=2 lease=2"}));  // not surplus any more
+    EXPECT_EQ(d(E::resize(7, 1, 1)), effects{});
+    EXPECT_EQ(d(E::retired(8, 1)), effects{});
+    EXPECT_EQ(d(E::resize(9, 2, 0)), effects{});       // nobody waits, min 0: nothing to spawn
+    EXPECT_EQ(d(E::acquire(10, 3, 9)), (effects{"spawn slot=0"}));  // lowest-numbered empty slot
+}
+
+TYPED_TEST(isolation, a_leased_slot_beyond_a_shrunk_size_retires_resize_when_released) {
+    auto d = this->warm(this->slots(2, 2));
+    EXPECT_EQ(d(E::acquire(2, 1, 7)), (effects{"grant waiter=1 slot=1 lease=1"}));
+    EXPECT_EQ(d(E::acquire(2, 2, 8)), (effects{"grant waiter=2 slot=0 lease=2"}));
+    EXPECT_EQ(d(E::resize(3, 1, 0)), effects{});
+    EXPECT_EQ(d(E::acquire(4, 3, 9)), effects{});
+    EXPECT_EQ(d(E::release(5, 1, 1)), (effects{"retire slot=1 reason=resize"}));
+    EXPECT_EQ(d(E::release(6, 0, 2)), (effects{"grant waiter=3 slot=0 lease=3"}));
+}
+
+// Release rules in order: dirty, shutdown, resize surplus, max_uses, max_lifetime.
+TYPED_TEST(isolation, shutdown_comes_before_the_resize_surplus_and_the_surplus_before_max_uses) {
+    core::config c = this->slots(2, 2);
+    c.max_uses = 1;
+    auto d = this->warm(c);
+    EXPECT_EQ(d(E::acquire(2, 1, 7)), (effects{"grant waiter=1 slot=1 lease=1"}));
+    EXPECT_EQ(d(E::acquire(2, 2, 8)), (effects{"grant waiter=2 slot=0 lease=2"}));
+    EXPECT_EQ(d(E::resize(3, 1, 1)), effects{});
+    EXPECT_EQ(d(E::release(4, 1, 1)), (effects{"retire slot=1 reason=resize"}));
+    EXPECT_EQ(d(E::shutdown(5)), effects{});
+    EXPECT_EQ(d(E::release(6, 0, 2)), (effects{"retire slot=0 reason=shutdown"}));
+}
+
+TYPED_TEST(isolation, a_bad_size_changes_nothing) {
+    core::config c = this->slots(2, 1);
+    c.slot_capacity = 4;
+    auto d = this->warm(c);
+    d.refused(E::resize(2, 0, 0), core::event_error::bad_size);
+    d.refused(E::resize(2, 5, 0), core::event_error::bad_size);
+    d.refused(E::resize(2, 2, 3), core::event_error::bad_size);
+    EXPECT_EQ(d.machine().counters().resizes, 0u);
+    d.refused(E::spawned(2, 4), core::event_error::bad_slot);  // judged against slot_capacity
+    d.refused(E::spawned(2, 3), core::event_error::not_spawning);
+    EXPECT_EQ(d(E::resize(2, 4, 3)), (effects{"spawn slot=1", "spawn slot=2"}));
+}
+
+// ---------------------------------------------------------------------------------
+// Core and model in lockstep on random events with caps and resizes on.
+
+core::event random_event(std::mt19937_64& r, std::uint64_t& waiter, core::nanos& now, std::uint64_t capacity) {
+    auto pick = [&](std::uint64_t n) { return std::uniform_int_distribution<std::uint64_t>(0, n - 1)(r); };
+    now += pick(3);
+    const auto slot = static_cast<std::uint32_t>(pick(capacity));
+    switch (pick(11)) {
+        case 0:
+        case 1:
+        case 2: {
+            std::optional<std::uint64_t> cap;
+            if (pick(3) == 0) cap = pick(3);
+            std::optional<core::nanos> deadline;
+            if (pick(4) == 0) deadline = now + pick(10);
+            return E::acquire(now, ++waiter, pick(4), deadline, {}, cap);
+        }
+        case 3: return E::cancel(now, pick(waiter + 1));
+        case 4: return E::deregister(now, pick(4));
+        case 5: return E::release(now, slot, pick(waiter + 2), pick(5) == 0 ? release_outcome::dirty : release_outcome::clean);
+        case 6: return E::spawned(now, slot);
+        case 7: return pick(2) == 0 ? E::retired(now, slot) : E::spawn_failed(now, slot);
+        case 8: return E::died(now, slot);
+        case 9: {
+            const std::uint64_t max = pick(capacity + 1);
+            return E::resize(now, max, pick(max + 2));
+        }
+        default: return E::tick(now);
+    }
+}
+
+TEST(isolation_lockstep, core_and_model_agree_on_random_caps_and_resizes) {
+    for (std::uint64_t seed = 1; seed <= 300; ++seed) {
+        std::mt19937_64 r(seed);
+        core::config c;
+        c.max_slots = 1 + r() % 4;
+        c.min_slots = r() % (c.max_slots + 1);
+        c.slot_capacity = c.max_slots + r() % 3;
+        c.max_waiters = 8;
+        c.max_leases_per_handle = r() % 3;
+        c.policy = r() % 2 == 0 ? core::fairness_policy::round_robin : core::fairness_policy::fifo;
+        c.spawn_backoff_initial = 1;
+        c.spawn_backoff_max = 4;
+        auto both = std::make_unique<model::lockstep>(c, seed);
+        std::uint64_t waiter = 0;
+        core::nanos now = 0;
+        both->step(E::start(0));
+        for (int i = 0; i < 400; ++i) {
+            // Release a live lease most of the time, so that caps are reached and left.
+            core::event e = random_event(r, waiter, now, *c.slot_capacity);
+            if (e.kind == core::event_kind::release) {
+                for (std::uint32_t s = 0; s < *c.slot_capacity; ++s)
+                    if (both->core().slot(s) == core::slot_state::leased && r() % 2 == 0) e.slot = s;
+            }
+            const auto out = both->step(e);
+            ASSERT_FALSE(out.breach) << "seed " << seed << " event " << i << ": " << *out.breach;
+            if (i % 37 != 36) continue;
+            // The snapshots agree record for record, and both machines go on from them.
+            std::vector<core::snapshot_record> records;
+            auto put = [&](const core::snapshot_record& rec) { records.push_back(rec); };
+            both->core().snapshot(put);
+            ASSERT_EQ(records, both->model().snapshot()) << "seed " << seed << " event " << i;
+            ASSERT_EQ(records.size(), both->core().snapshot_size());
+            both = std::make_unique<model::lockstep>(c, records, seed + 1);
+        }
+    }
+}
+
+}  // namespace
+}  // namespace fairpool::testing
