@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <optional>
 #include <random>
 #include <vector>
 
@@ -170,6 +171,39 @@ TYPED_TEST(isolation, a_bad_size_changes_nothing) {
     d.refused(E::spawned(2, 4), core::event_error::bad_slot);  // judged against slot_capacity
     d.refused(E::spawned(2, 3), core::event_error::not_spawning);
     EXPECT_EQ(d(E::resize(2, 4, 3)), (effects{"spawn slot=1", "spawn slot=2"}));
+}
+
+// Decision 16: a lower min_slots makes the idle timeouts that step 2 of the resize step
+// left alone due: they retire in that step (oldest idle time first, while more than the
+// new min_slots are live), so no time-driven work is left due at or before now.
+TYPED_TEST(isolation, a_lower_min_slots_retires_the_idle_timeouts_it_makes_due_in_its_step) {
+    core::config c = this->slots(3, 3);
+    c.idle_timeout = 10;
+    auto d = this->warm(c);  // slots 0, 1, 2 idle since 1
+    EXPECT_EQ(d(E::resize(100, 3, 1)),
+              (effects{"retire slot=0 reason=idle", "retire slot=1 reason=idle"}));
+    EXPECT_EQ(d.machine().next_deadline(), std::nullopt);  // one live slot, min_slots 1: nothing due
+    EXPECT_EQ(d(E::resize(101, 3, 0)), (effects{"retire slot=2 reason=idle"}));
+}
+
+// Section 5, "Checked": a slot whose check passes retires (idle) past its idle timeout
+// when no *eligible* waiter is queued: a waiter behind its cap could not take it.
+TYPED_TEST(isolation, a_checked_slot_past_its_idle_timeout_retires_when_only_capped_waiters_queue) {
+    core::config c = this->slots(2, 0);
+    c.idle_timeout = 100;
+    c.keepalive_interval = 50;
+    c.max_leases_per_handle = 1;
+    driver<TypeParam> d(c);
+    EXPECT_EQ(d(E::start(0)), effects{});
+    EXPECT_EQ(d(E::acquire(1, 1, 8)), (effects{"spawn slot=0"}));
+    EXPECT_EQ(d(E::spawned(2, 0)), (effects{"grant waiter=1 slot=0 lease=1"}));
+    EXPECT_EQ(d(E::acquire(3, 2, 8)), effects{});  // handle 8 at its cap: queued, nothing spawned
+    EXPECT_EQ(d(E::acquire(4, 3, 9)), (effects{"spawn slot=1"}));
+    EXPECT_EQ(d(E::spawned(5, 1)), (effects{"grant waiter=3 slot=1 lease=2"}));
+    EXPECT_EQ(d(E::release(6, 1, 2)), effects{});  // idle since 6: waiter 2 is behind its cap
+    EXPECT_EQ(d(E::tick(56)), (effects{"check slot=1"}));  // keepalive
+    EXPECT_EQ(d(E::checked(110, 1, core::check_outcome::alive)), (effects{"retire slot=1 reason=idle"}));
+    EXPECT_EQ(d.machine().next_deadline(), std::nullopt);
 }
 
 // ---------------------------------------------------------------------------------

@@ -462,7 +462,7 @@ void scheduler::checked(std::uint32_t s, check_outcome outcome) {
         if (shutting_down_) retire(s, retire_reason::shutdown);
         else if (surplus()) retire(s, retire_reason::resize);
         else if (reached(slot.expires_at, now_)) retire(s, retire_reason::max_lifetime);
-        else if (arrivals_order_.empty() && config_.idle_timeout > 0 && live() > min_slots_ &&
+        else if (eligible_waiters() == 0 && config_.idle_timeout > 0 && live() > min_slots_ &&
                  reached(saturating_add(slot.idle_since, config_.idle_timeout), now_))
             retire(s, retire_reason::idle);  // step 2's rule, which could not see it while it was checking
         else become_idle(s, idle_time::keep);
@@ -510,7 +510,10 @@ void scheduler::resize(std::uint64_t max_slots, std::uint64_t min_slots) {
         retire(oldest, retire_reason::resize);
     }
     spawn_inputs_changed_ = true;
-    // A lower min_slots can make an idle timeout due now.
+    // A lower min_slots can make idle timeouts that step 2 left alone due now: they
+    // retire in this step (decision 16), as step 2 would have, so no due work is
+    // ever left behind now.
+    retire_idle_timeouts();
     if (config_.idle_timeout > 0 && !idle_order_.empty() && live() > min_slots_)
         due_no_later_than(idle_timeout_due());
 }

@@ -395,9 +395,10 @@ void reference_model::on_resize(const core::event& e) {
     min_slots_ = e.min_slots;
     while (surplus()) {
         const std::optional<std::uint32_t> oldest = oldest_by_idle_time();
-        if (!oldest) return;
+        if (!oldest) break;
         retire(*oldest, retire_reason::resize);
     }
+    retire_idle_past_idle_timeout(e.now);  // decision 16: a lower min_slots, step 2's rule again
 }
 
 // ---------------------------------------------------------------------------------------
@@ -686,10 +687,11 @@ bool reference_model::past_lifetime(const slot_record& s, nanos now) const {
     return config_.max_lifetime > 0 && reached(s.expires_at, now);
 }
 
-// Section 5, "Checked": nobody is queued, idle time + idle_timeout <= now (idle_timeout
-// > 0) and more than min_slots slots are live (the slot being checked among them).
+// Section 5, "Checked": no eligible waiter is queued, idle time + idle_timeout <= now
+// (idle_timeout > 0) and more than min_slots slots are live (the slot being checked
+// among them).
 bool reference_model::past_idle_timeout_unwaited(const slot_record& s, nanos now) const {
-    return waiters_.empty() && config_.idle_timeout > 0 && live_slots() > min_slots_ &&
+    return eligible_waiters() == 0 && config_.idle_timeout > 0 && live_slots() > min_slots_ &&
            reached(saturating_add(s.idle_since, config_.idle_timeout), now);
 }
 
