@@ -155,9 +155,17 @@ TYPED_TEST(isolation, shutdown_comes_before_the_resize_surplus_and_the_surplus_b
     EXPECT_EQ(d(E::acquire(2, 1, 7)), (effects{"grant waiter=1 slot=1 lease=1"}));
     EXPECT_EQ(d(E::acquire(2, 2, 8)), (effects{"grant waiter=2 slot=0 lease=2"}));
     EXPECT_EQ(d(E::resize(3, 1, 1)), effects{});
+    // Surplus and max_uses both apply: the surplus wins.
     EXPECT_EQ(d(E::release(4, 1, 1)), (effects{"retire slot=1 reason=resize"}));
-    EXPECT_EQ(d(E::shutdown(5)), effects{});
-    EXPECT_EQ(d(E::release(6, 0, 2)), (effects{"retire slot=0 reason=shutdown"}));
+
+    auto s = this->warm(c);  // the same, shut down before the releases
+    EXPECT_EQ(s(E::acquire(2, 1, 7)), (effects{"grant waiter=1 slot=1 lease=1"}));
+    EXPECT_EQ(s(E::acquire(2, 2, 8)), (effects{"grant waiter=2 slot=0 lease=2"}));
+    EXPECT_EQ(s(E::resize(3, 1, 1)), effects{});
+    EXPECT_EQ(s(E::shutdown(4)), effects{});
+    // Shutdown, surplus and max_uses all apply: shutdown wins.
+    EXPECT_EQ(s(E::release(5, 1, 1)), (effects{"retire slot=1 reason=shutdown"}));
+    EXPECT_EQ(s(E::release(6, 0, 2)), (effects{"retire slot=0 reason=shutdown"}));
 }
 
 TYPED_TEST(isolation, a_bad_size_changes_nothing) {
