@@ -109,6 +109,10 @@ core::config generate_config() {
     if (c.max_lifetime > 0 && *rc::gen::arbitrary<bool>())
         c.max_lifetime_jitter = *rc::gen::inRange<nanos>(0, c.max_lifetime + 1);
     c.jitter_seed = *rc::gen::arbitrary<std::uint64_t>();
+    // Tenant isolation (issue 15): sometimes a cap for every handle (acquires draw their
+    // own max_leases too), sometimes room above max_slots for resizes to grow into.
+    c.max_leases_per_handle = *rc::gen::element<std::uint64_t>(0, 0, 1, 2);
+    if (*rc::gen::arbitrary<bool>()) c.slot_capacity = c.max_slots + *rc::gen::inRange<std::uint64_t>(0, 4);
     return c;
 }
 

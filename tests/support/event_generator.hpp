@@ -62,7 +62,8 @@ public:
     // run_length at event run_length, and stays there.
     event_generator(const core::config& c, std::uint64_t run_length)
         : config_(c.resolved()), run_length_(std::max<std::uint64_t>(run_length, 2)),
-          lease_of_slot_(config_.max_slots, 0) {
+          capacity_(static_cast<std::uint32_t>(config_.slot_capacity.value_or(config_.max_slots))),
+          lease_of_slot_(capacity_, 0) {
         live_.reserve(config_.max_waiters + 1);
     }
 
@@ -114,6 +115,7 @@ private:
     core::nanos now_ = 0;  // of the last accepted event
     std::uint64_t next_waiter_ = 1;
     std::uint64_t last_lease_ = 0;
+    std::uint32_t capacity_;                    // slot_capacity: slots are below it
     std::vector<std::uint64_t> lease_of_slot_;  // the lease of its last grant
     std::vector<std::uint64_t> live_;           // admitted, not yet granted or rejected
 };
@@ -149,7 +151,7 @@ struct event_generator::draw {
 
     static nanos plus(nanos t, nanos d) { return t > core::never - d ? core::never : t + d; }
     std::uint64_t handle() { return 1 + pick(handles); }
-    std::uint32_t any_slot() { return static_cast<std::uint32_t>(pick(g.config_.max_slots)); }
+    std::uint32_t any_slot() { return static_cast<std::uint32_t>(pick(g.capacity_)); }
 
     // When the next valid event happens: mostly soon, sometimes much later, and often
     // exactly at next_deadline() or one nanosecond before it.
@@ -241,10 +243,10 @@ struct event_generator::draw {
 
     std::optional<std::uint32_t> some_slot(core::slot_state wanted) {
         std::uint64_t count = 0;
-        for (std::uint32_t s = 0; s < g.config_.max_slots; ++s) count += machine.slot(s) == wanted ? 1 : 0;
+        for (std::uint32_t s = 0; s < g.capacity_; ++s) count += machine.slot(s) == wanted ? 1 : 0;
         if (count == 0) return std::nullopt;
         std::uint64_t skip = pick(count);
-        for (std::uint32_t s = 0; s < g.config_.max_slots; ++s)
+        for (std::uint32_t s = 0; s < g.capacity_; ++s)
             if (machine.slot(s) == wanted && skip-- == 0) return s;
         return std::nullopt;
     }
@@ -279,7 +281,7 @@ struct event_generator::draw {
             default: {  // bad_slot
                 const core::event_kind kind = one_in(2) ? core::event_kind::release : slot_event_kind();
                 const std::uint32_t s = one_in(4) ? ~std::uint32_t{0}
-                                                  : static_cast<std::uint32_t>(g.config_.max_slots + pick(3));
+                                                  : static_cast<std::uint32_t>(g.capacity_ + pick(3));
                 core::event e = core::event::of_slot(kind, now, s);
                 e.lease = g.last_lease_;
                 return e;
@@ -305,14 +307,17 @@ struct event_generator::draw {
         core::event e = core::event::of(kind, plus(g.now_ - std::min<nanos>(g.now_, 2), pick(5)));
         e.waiter = pick(g.next_waiter_ + 2);
         e.handle = pick(handles + 2);
-        e.slot = static_cast<std::uint32_t>(pick(g.config_.max_slots + 2));
-        if (e.slot < g.config_.max_slots && one_in(2)) e.lease = g.lease_of_slot_[e.slot];
+        e.slot = static_cast<std::uint32_t>(pick(g.capacity_ + 2));
+        if (e.slot < g.capacity_ && one_in(2)) e.lease = g.lease_of_slot_[e.slot];
         else e.lease = pick(g.last_lease_ + 3);
         if (one_in(4)) e.outcome = core::release_outcome::dirty;
         if (one_in(4)) e.check = core::check_outcome::dead;
         if (one_in(4)) e.reset = core::reset_outcome::failed;
         if (one_in(3)) e.deadline = deadline(e.now);
         if (one_in(3)) e.weight = any_weight();
+        if (one_in(3)) e.max_leases = pick(4);                  // acquire: a cap, 0 = none
+        e.max_slots = pick(std::uint64_t{g.capacity_} + 2);     // resize: now and then bad_size
+        e.min_slots = pick(e.max_slots + 2);
         return e;
     }
 };
