@@ -246,6 +246,7 @@ core::event random_event(std::mt19937_64& r, std::uint64_t& waiter, core::nanos&
 }
 
 TEST(isolation_lockstep, core_and_model_agree_on_random_caps_and_resizes) {
+    std::uint64_t total_live_releases = 0;
     for (std::uint64_t seed = 1; seed <= 300; ++seed) {
         std::mt19937_64 r(seed);
         core::config c;
@@ -260,16 +261,25 @@ TEST(isolation_lockstep, core_and_model_agree_on_random_caps_and_resizes) {
         auto both = std::make_unique<model::lockstep>(c, seed);
         std::uint64_t waiter = 0;
         core::nanos now = 0;
+        std::vector<std::uint64_t> lease_of_slot(*c.slot_capacity, 0);  // from the grants seen
         both->step(E::start(0));
+        std::uint64_t live_releases = 0;
         for (int i = 0; i < 400; ++i) {
-            // Release a live lease most of the time, so that caps are reached and left.
+            // Release a live lease most of the time (its slot's lease from the last grant),
+            // so that caps are reached and left; a stale one now and then.
             core::event e = random_event(r, waiter, now, *c.slot_capacity);
             if (e.kind == core::event_kind::release) {
                 for (std::uint32_t s = 0; s < *c.slot_capacity; ++s)
                     if (both->core().slot(s) == core::slot_state::leased && r() % 2 == 0) e.slot = s;
+                if (both->core().slot(e.slot) == core::slot_state::leased && r() % 4 != 0) {
+                    e.lease = lease_of_slot[e.slot];
+                    ++live_releases;
+                }
             }
             const auto out = both->step(e);
             ASSERT_FALSE(out.breach) << "seed " << seed << " event " << i << ": " << *out.breach;
+            for (const core::effect& f : *out.effects)
+                if (f.kind == core::effect_kind::grant) lease_of_slot[f.slot] = f.lease;
             if (i % 37 != 36) continue;
             // The snapshots agree record for record, and both machines go on from them.
             std::vector<core::snapshot_record> records;
@@ -279,7 +289,9 @@ TEST(isolation_lockstep, core_and_model_agree_on_random_caps_and_resizes) {
             ASSERT_EQ(records.size(), both->core().snapshot_size());
             both = std::make_unique<model::lockstep>(c, records, seed + 1);
         }
+        total_live_releases += live_releases;
     }
+    EXPECT_GT(total_live_releases, 300u * 10) << "the runs give leases back (4,875 in all when written)";
 }
 
 }  // namespace
