@@ -137,6 +137,19 @@ TYPED_TEST(isolation, a_shrink_retires_idle_slots_now_and_leased_ones_on_return)
     EXPECT_EQ(d(E::acquire(10, 3, 9)), (effects{"spawn slot=0"}));  // lowest-numbered empty slot
 }
 
+// Least recently used first is by idle time, not by index: here the oldest idle slot
+// has the highest index.
+TYPED_TEST(isolation, a_shrink_retires_the_least_recently_used_idle_slots_first) {
+    auto d = this->warm(this->slots(3, 3));
+    EXPECT_EQ(d(E::acquire(2, 1, 7)), (effects{"grant waiter=1 slot=2 lease=1"}));
+    EXPECT_EQ(d(E::acquire(2, 2, 8)), (effects{"grant waiter=2 slot=1 lease=2"}));
+    EXPECT_EQ(d(E::acquire(2, 3, 9)), (effects{"grant waiter=3 slot=0 lease=3"}));
+    EXPECT_EQ(d(E::release(3, 2, 1)), effects{});  // idle since 3
+    EXPECT_EQ(d(E::release(4, 0, 3)), effects{});  // idle since 4
+    EXPECT_EQ(d(E::release(5, 1, 2)), effects{});  // idle since 5
+    EXPECT_EQ(d(E::resize(6, 1, 0)), (effects{"retire slot=2 reason=resize", "retire slot=0 reason=resize"}));
+}
+
 TYPED_TEST(isolation, a_leased_slot_beyond_a_shrunk_size_retires_resize_when_released) {
     auto d = this->warm(this->slots(2, 2));
     EXPECT_EQ(d(E::acquire(2, 1, 7)), (effects{"grant waiter=1 slot=1 lease=1"}));
