@@ -150,6 +150,19 @@ TYPED_TEST(isolation, a_shrink_retires_the_least_recently_used_idle_slots_first)
     EXPECT_EQ(d(E::resize(6, 1, 0)), (effects{"retire slot=2 reason=resize", "retire slot=0 reason=resize"}));
 }
 
+// Checks on checkout start only for eligible waiters: a waiter behind its cap beside a
+// stale idle slot starts no check (it could not take the slot).
+TYPED_TEST(isolation, a_waiter_behind_its_cap_starts_no_check_on_checkout) {
+    core::config c = this->slots(2, 2);
+    c.check_after_idle = 10;
+    c.max_leases_per_handle = 1;
+    auto d = this->warm(c);
+    EXPECT_EQ(d(E::acquire(2, 1, 7)), (effects{"grant waiter=1 slot=1 lease=1"}));
+    EXPECT_EQ(d(E::acquire(50, 2, 7)), effects{});  // slot 0 is stale, but handle 7 is at its cap
+    EXPECT_EQ(d.machine().counters().checks_started, 0u);
+    EXPECT_EQ(d(E::acquire(51, 3, 8)), (effects{"check slot=0"}));  // an eligible waiter: checked first
+}
+
 TYPED_TEST(isolation, a_leased_slot_beyond_a_shrunk_size_retires_resize_when_released) {
     auto d = this->warm(this->slots(2, 2));
     EXPECT_EQ(d(E::acquire(2, 1, 7)), (effects{"grant waiter=1 slot=1 lease=1"}));
