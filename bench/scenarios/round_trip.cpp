@@ -18,8 +18,9 @@ namespace {
 
 struct round_trip_result {
     double ns_per_cycle = 0;
-    double allocations_per_cycle = 0;
+    double allocations_per_cycle = 0;  // on the thread that runs the round trip: the pool's
     double handlers_per_cycle = 0;
+    double other_allocations_per_cycle = 0;  // on other threads meanwhile (the recorder's writer)
     double checks_per_cycle = 0;  // the checking round trip's
 };
 
@@ -74,14 +75,17 @@ round_trip_result measure_round_trip(asio::io_context& io, Source& source, std::
         return handlers;
     };
     run_cycles(1000);  // warm caches and recycling allocators
-    const std::uint64_t a0 = allocations();
+    const std::uint64_t a0 = allocations(), mine0 = allocations_on_this_thread();
     const auto t0 = clock_type::now();
     const std::size_t handlers = run_cycles(cycles);
     const auto t1 = clock_type::now();
-    const std::uint64_t a1 = allocations();
+    const std::uint64_t a1 = allocations(), mine1 = allocations_on_this_thread();
     const auto n = static_cast<double>(cycles);
-    return {static_cast<double>(ns_between(t0, t1)) / n, static_cast<double>(a1 - a0) / n,
-            static_cast<double>(handlers) / n};
+    const auto mine = static_cast<double>(mine1 - mine0);
+    return {.ns_per_cycle = static_cast<double>(ns_between(t0, t1)) / n,
+            .allocations_per_cycle = mine / n,
+            .handlers_per_cycle = static_cast<double>(handlers) / n,
+            .other_allocations_per_cycle = (static_cast<double>(a1 - a0) - mine) / n};
 }
 
 template <class Design>
@@ -148,7 +152,8 @@ bool round_trip_cycles(const char* design, std::size_t cycles) {
 void scenario_round_trip(int reps, std::size_t cycles) {
     std::fprintf(stderr, "round_trip: %d reps x %zu cycles per design\n", reps, cycles);
     std::vector<std::vector<double>> ns(design_count), allocs(design_count), handlers(design_count);
-    std::vector<double> recording_ns, recording_allocs, recording_lost, whole_ns, whole_off_ns, whole_allocs, whole_lost;
+    std::vector<double> recording_ns, recording_allocs, recording_writer_allocs, recording_lost;
+    std::vector<double> whole_ns, whole_off_ns, whole_allocs, whole_writer_allocs, whole_lost;
     std::vector<double> checking_ns, checking_allocs, checking_handlers, checks;
     for (int r = 0; r < reps; ++r) {
         for_each_design([&](auto design, std::size_t d) {
@@ -160,6 +165,7 @@ void scenario_round_trip(int reps, std::size_t cycles) {
         const auto recorded = recording_round_trip_once(cycles);
         recording_ns.push_back(recorded.trip.ns_per_cycle);
         recording_allocs.push_back(recorded.trip.allocations_per_cycle);
+        recording_writer_allocs.push_back(recorded.trip.other_allocations_per_cycle);
         recording_lost.push_back(recorded.lost_share);
         const auto whole = recording_round_trip_once(whole_run_cycles);
         if (whole.lost_share != 0) {
@@ -170,6 +176,7 @@ void scenario_round_trip(int reps, std::size_t cycles) {
         whole_off_ns.push_back(round_trip_once<fairpool_design>(whole_run_cycles).ns_per_cycle);
         whole_ns.push_back(whole.trip.ns_per_cycle);
         whole_allocs.push_back(whole.trip.allocations_per_cycle);
+        whole_writer_allocs.push_back(whole.trip.other_allocations_per_cycle);
         whole_lost.push_back(whole.lost_share);
         const auto checked = checking_round_trip_once(cycles);
         checking_ns.push_back(checked.ns_per_cycle);
@@ -184,10 +191,12 @@ void scenario_round_trip(int reps, std::size_t cycles) {
     });
     row("round_trip/recorder", "fairpool", "ns_per_cycle", median(recording_ns), "ns");
     row("round_trip/recorder", "fairpool", "allocs_per_cycle", median(recording_allocs), "count");
+    row("round_trip/recorder", "fairpool", "writer_allocs_per_cycle", median(recording_writer_allocs), "count");
     row("round_trip/recorder", "fairpool", "overhead_vs_off", median(recording_ns) / median(ns[0]), "ratio");
     row("round_trip/recorder", "fairpool", "events_lost_share", median(recording_lost), "ratio");
     row("round_trip/recorder_whole_run", "fairpool", "ns_per_cycle", median(whole_ns), "ns");
     row("round_trip/recorder_whole_run", "fairpool", "allocs_per_cycle", median(whole_allocs), "count");
+    row("round_trip/recorder_whole_run", "fairpool", "writer_allocs_per_cycle", median(whole_writer_allocs), "count");
     row("round_trip/recorder_whole_run", "fairpool", "overhead_vs_off", median(whole_ns) / median(whole_off_ns), "ratio");
     row("round_trip/recorder_whole_run", "fairpool", "events_lost_share", median(whole_lost), "ratio");
     row("round_trip/check_after_idle", "fairpool", "ns_per_cycle", median(checking_ns), "ns");
