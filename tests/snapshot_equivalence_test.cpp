@@ -198,7 +198,8 @@ TEST_P(snapshot_equivalence, restored_machines_replay_the_rest_of_every_sweep_ru
         if (what.empty()) return;
         if (++failures <= failures_reported) ADD_FAILURE() << what;
     };
-    for (std::uint64_t seed = first; seed <= last; seed += sweep_stride()) {
+    const std::uint64_t stride = sweep_stride();
+    for (std::uint64_t seed = first; seed <= last; seed += stride) {
         const recorded_run r = record(seed);
         ++t.runs;
         t.events += r.events.size();

@@ -5,10 +5,11 @@
 // loop is unrolled instead of recursing. io_context::run() returns how many handlers
 // it ran: the tasks a design posts per cycle, its completion included.
 #include <boost/asio/post.hpp>
-#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "common.hpp"
 #include "scenarios.hpp"
@@ -111,6 +112,25 @@ struct recording_result {
 // recording every step.
 constexpr std::size_t whole_run_cycles = 20'000;
 
+// The repetitions of one recording scenario, and its rows.
+struct recording_samples {
+    std::vector<double> ns, allocs, writer_allocs, lost;
+
+    void add(const recording_result& r) {
+        ns.push_back(r.trip.ns_per_cycle);
+        allocs.push_back(r.trip.allocations_per_cycle);
+        writer_allocs.push_back(r.trip.other_allocations_per_cycle);
+        lost.push_back(r.lost_share);
+    }
+    void rows(const std::string& scenario, double off_ns_per_cycle) const {
+        row(scenario, "fairpool", "ns_per_cycle", median(ns), "ns");
+        row(scenario, "fairpool", "allocs_per_cycle", median(allocs), "count");
+        row(scenario, "fairpool", "writer_allocs_per_cycle", median(writer_allocs), "count");
+        row(scenario, "fairpool", "overhead_vs_off", median(ns) / off_ns_per_cycle, "ratio");
+        row(scenario, "fairpool", "events_lost_share", median(lost), "ratio");
+    }
+};
+
 recording_result recording_round_trip_once(std::size_t cycles) {
     asio::io_context io(1);
     auto pool = fairpool_recording_design::make(io, 1);
@@ -152,8 +172,8 @@ bool round_trip_cycles(const char* design, std::size_t cycles) {
 void scenario_round_trip(int reps, std::size_t cycles) {
     std::fprintf(stderr, "round_trip: %d reps x %zu cycles per design\n", reps, cycles);
     std::vector<std::vector<double>> ns(design_count), allocs(design_count), handlers(design_count);
-    std::vector<double> recording_ns, recording_allocs, recording_writer_allocs, recording_lost;
-    std::vector<double> whole_ns, whole_off_ns, whole_allocs, whole_writer_allocs, whole_lost;
+    recording_samples recorded, whole;
+    std::vector<double> whole_off_ns;
     std::vector<double> checking_ns, checking_allocs, checking_handlers, checks;
     for (int r = 0; r < reps; ++r) {
         for_each_design([&](auto design, std::size_t d) {
@@ -162,22 +182,15 @@ void scenario_round_trip(int reps, std::size_t cycles) {
             allocs[d].push_back(result.allocations_per_cycle);
             handlers[d].push_back(result.handlers_per_cycle);
         });
-        const auto recorded = recording_round_trip_once(cycles);
-        recording_ns.push_back(recorded.trip.ns_per_cycle);
-        recording_allocs.push_back(recorded.trip.allocations_per_cycle);
-        recording_writer_allocs.push_back(recorded.trip.other_allocations_per_cycle);
-        recording_lost.push_back(recorded.lost_share);
-        const auto whole = recording_round_trip_once(whole_run_cycles);
-        if (whole.lost_share != 0) {
+        recorded.add(recording_round_trip_once(cycles));
+        const auto whole_run = recording_round_trip_once(whole_run_cycles);
+        if (whole_run.lost_share != 0) {
             std::fprintf(stderr, "round_trip: the whole run lost events: the default ring is smaller than 3 x %zu\n",
                          whole_run_cycles + 1000);
             std::abort();
         }
+        whole.add(whole_run);
         whole_off_ns.push_back(round_trip_once<fairpool_design>(whole_run_cycles).ns_per_cycle);
-        whole_ns.push_back(whole.trip.ns_per_cycle);
-        whole_allocs.push_back(whole.trip.allocations_per_cycle);
-        whole_writer_allocs.push_back(whole.trip.other_allocations_per_cycle);
-        whole_lost.push_back(whole.lost_share);
         const auto checked = checking_round_trip_once(cycles);
         checking_ns.push_back(checked.ns_per_cycle);
         checking_allocs.push_back(checked.allocations_per_cycle);
@@ -189,16 +202,8 @@ void scenario_round_trip(int reps, std::size_t cycles) {
         row("round_trip", design.name, "allocs_per_cycle", median(allocs[d]), "count");
         row("round_trip", design.name, "handlers_per_cycle", median(handlers[d]), "count");
     });
-    row("round_trip/recorder", "fairpool", "ns_per_cycle", median(recording_ns), "ns");
-    row("round_trip/recorder", "fairpool", "allocs_per_cycle", median(recording_allocs), "count");
-    row("round_trip/recorder", "fairpool", "writer_allocs_per_cycle", median(recording_writer_allocs), "count");
-    row("round_trip/recorder", "fairpool", "overhead_vs_off", median(recording_ns) / median(ns[0]), "ratio");
-    row("round_trip/recorder", "fairpool", "events_lost_share", median(recording_lost), "ratio");
-    row("round_trip/recorder_whole_run", "fairpool", "ns_per_cycle", median(whole_ns), "ns");
-    row("round_trip/recorder_whole_run", "fairpool", "allocs_per_cycle", median(whole_allocs), "count");
-    row("round_trip/recorder_whole_run", "fairpool", "writer_allocs_per_cycle", median(whole_writer_allocs), "count");
-    row("round_trip/recorder_whole_run", "fairpool", "overhead_vs_off", median(whole_ns) / median(whole_off_ns), "ratio");
-    row("round_trip/recorder_whole_run", "fairpool", "events_lost_share", median(whole_lost), "ratio");
+    recorded.rows("round_trip/recorder", median(ns[0]));
+    whole.rows("round_trip/recorder_whole_run", median(whole_off_ns));
     row("round_trip/check_after_idle", "fairpool", "ns_per_cycle", median(checking_ns), "ns");
     row("round_trip/check_after_idle", "fairpool", "allocs_per_cycle", median(checking_allocs), "count");
     row("round_trip/check_after_idle", "fairpool", "handlers_per_cycle", median(checking_handlers), "count");
