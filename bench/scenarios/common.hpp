@@ -25,8 +25,9 @@ namespace asio = boost::asio;
 using clock_type = std::chrono::steady_clock;
 using boost::system::error_code;
 
-// Every heap allocation of the program (allocation_counter.cpp).
+// Every heap allocation of the program, and of the calling thread (allocation_counter.cpp).
 std::uint64_t allocations() noexcept;
+std::uint64_t allocations_on_this_thread() noexcept;
 
 struct connection {
     int id;

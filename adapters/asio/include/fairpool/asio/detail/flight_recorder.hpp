@@ -75,6 +75,10 @@ private:
 
     void start_segment(const core::scheduler& core) noexcept;
     void lose_step() noexcept;
+    // Only the actor writes these counters: a load and a store, not a read-modify-write.
+    static void bump(std::atomic<std::uint64_t>& counter) noexcept {
+        counter.store(counter.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    }
     void run_writer();
     void drain();
 
@@ -86,6 +90,10 @@ private:
     std::uint64_t events_left_ = 0;  // in the current segment
     std::uint64_t next_segment_ = 0;
     std::uint64_t lost_ = 0;  // in the open gap
+    // In a gap: the ring's room the last attempt to end it found too small. The ring only
+    // gains room when the writer drains it, so until it has more than this, each step of
+    // the gap costs one load of the writer's index, not a count of the state.
+    std::size_t room_lacking_ = 0;
     bool in_gap_ = false;
 
     // Written by the actor, read by status().
@@ -106,6 +114,11 @@ private:
 
 inline flight_recorder::flight_recorder(const recorder_options& o, const core::scheduler& core)
     : options_(o), ring_(capacity(o, core.configuration())), writer_(o, core.configuration()) {
+    // Touch every page of the ring once, here: otherwise the actor takes the kernel's
+    // first-touch page faults (a lazy allocation) as it first fills the ring.
+    while (ring_.push(flight_record{gap_record{}})) {
+    }
+    ring_.consume_all([](const flight_record&) {});
     start_segment(core);
     thread_ = std::thread([this] { run_writer(); });
 }
@@ -119,36 +132,42 @@ inline flight_recorder::~flight_recorder() {
     thread_.join();
     if (in_gap_ && lost_ > 0) {
         writer_.consume(flight_record{gap_record{lost_}});
-        gaps_.fetch_add(1, std::memory_order_relaxed);
+        bump(gaps_);
     }
     writer_.finish();
 }
 
 // Rare: a segment is due, or the ring is full.
 [[gnu::noinline]] inline void flight_recorder::start_segment(const core::scheduler& core) noexcept {
-    const std::uint64_t snapshot = core.snapshot_size();
     const std::size_t room = ring_.write_available();
+    if (in_gap_ && room <= room_lacking_) return;  // no room gained: this step is lost too
+    const std::uint64_t snapshot = core.snapshot_size();
     if (in_gap_) {
-        if (room < 2 + snapshot) return;  // still full: this step is lost too
+        if (room < 2 + snapshot) {  // still too little: this step is lost too
+            room_lacking_ = room;
+            return;
+        }
         ring_.push(flight_record{gap_record{lost_}});
-        gaps_.fetch_add(1, std::memory_order_relaxed);
+        bump(gaps_);
         in_gap_ = false;
         lost_ = 0;
     } else if (room < 1 + snapshot) {
         in_gap_ = true;  // the segment is due but cannot start: the steps until it can are lost
+        room_lacking_ = room;
         return;
     }
     ring_.push(flight_record{segment_start{next_segment_++, events_seen_}});
     auto put = [this](const core::snapshot_record& r) { ring_.push(flight_record{r}); };
     core.snapshot(put);
     events_left_ = options_.segment_events;
-    segments_started_.fetch_add(1, std::memory_order_relaxed);
+    bump(segments_started_);
 }
 
 [[gnu::noinline]] inline void flight_recorder::lose_step() noexcept {
+    if (!in_gap_) room_lacking_ = ring_.write_available();
     in_gap_ = true;
     ++lost_;
-    events_lost_.fetch_add(1, std::memory_order_relaxed);
+    bump(events_lost_);
 }
 
 inline void flight_recorder::run_writer() {
