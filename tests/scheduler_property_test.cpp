@@ -136,6 +136,9 @@ RC_GTEST_PROP(scheduler_property, core_matches_model_and_invariants_hold, ()) {
     RC_CLASSIFY(s.checks_failed > 0, "checks failed");
     RC_CLASSIFY(s.resets_started > 0, "resets");
     RC_CLASSIFY(s.resets_failed > 0, "resets failed");
+    RC_CLASSIFY(s.resizes > 0, "resizes");
+    RC_CLASSIFY(s.retirements[static_cast<int>(core::retire_reason::resize)] > 0, "resize retirements");
+    RC_CLASSIFY(c.max_leases_per_handle > 0, "capped config");
 }
 
 }  // namespace

@@ -109,7 +109,10 @@ std::uint64_t jitter_of(std::uint64_t x, std::uint64_t jitter) {
 std::optional<std::string> stats_difference(const core::stats& want, const core::stats& got, bool gauges) {
     // The common case, cheaply: no difference at all (names are built only for a breach).
     core::stats same = want;
-    if (!gauges) same.queued_waiters = got.queued_waiters, same.active_handles = got.active_handles, same.slots = got.slots;
+    if (!gauges) {
+        same.queued_waiters = got.queued_waiters, same.active_handles = got.active_handles, same.slots = got.slots;
+        same.waiters_behind_cap = got.waiters_behind_cap, same.handles_at_cap = got.handles_at_cap;
+    }
     if (same == got) return std::nullopt;
     auto field = [](const std::string& name, std::uint64_t w, std::uint64_t g) -> std::optional<std::string> {
         if (w == g) return std::nullopt;
@@ -135,11 +138,14 @@ std::optional<std::string> stats_difference(const core::stats& want, const core:
     if ((d = field("checks_failed", want.checks_failed, got.checks_failed))) return d;
     if ((d = field("resets_started", want.resets_started, got.resets_started))) return d;
     if ((d = field("resets_failed", want.resets_failed, got.resets_failed))) return d;
+    if ((d = field("resizes", want.resizes, got.resizes))) return d;
     for (int b = 0; b < core::wait_histogram_buckets; ++b)
         if ((d = field(cat("wait_histogram[", b, "]"), want.wait_histogram[b], got.wait_histogram[b]))) return d;
     if (!gauges) return std::nullopt;
     if ((d = field("queued_waiters", want.queued_waiters, got.queued_waiters))) return d;
     if ((d = field("active_handles", want.active_handles, got.active_handles))) return d;
+    if ((d = field("waiters_behind_cap", want.waiters_behind_cap, got.waiters_behind_cap))) return d;
+    if ((d = field("handles_at_cap", want.handles_at_cap, got.handles_at_cap))) return d;
     for (int s = 0; s < core::slot_state_count; ++s)
         if ((d = field(cat("slots[", to_string(static_cast<slot_state>(s)), "]"), want.slots[s], got.slots[s])))
             return d;
@@ -149,9 +155,11 @@ std::optional<std::string> stats_difference(const core::stats& want, const core:
 }  // namespace
 
 invariant_checker::invariant_checker(const core::config& config)
-    : config_(core::checked(config)), slots_(config_.max_slots), jitter_state_(config_.jitter_seed) {
-    isolation_seen_ = config_.max_leases_per_handle > 0 || *config_.slot_capacity > config_.max_slots;
-}
+    : config_(core::checked(config)),
+      max_slots_(config_.max_slots),
+      min_slots_(config_.min_slots),
+      slots_(*config_.slot_capacity),
+      jitter_state_(config_.jitter_seed) {}
 
 // ---------------------------------------------------------------------------------
 // One step.
@@ -160,9 +168,6 @@ std::optional<std::string> invariant_checker::check_step(const event& e, event_e
                                                          std::span<const effect> effects,
                                                          const core::stats& after) {
     first_breach_.reset();
-    if (e.kind == event_kind::resize || (e.kind == event_kind::acquire && e.max_leases.value_or(0) > 0))
-        isolation_seen_ = true;
-    if (isolation_seen_) return std::nullopt;
     step_ = step_state{};
     step_.e = &e;
     ++steps_;
@@ -196,6 +201,7 @@ std::optional<std::string> invariant_checker::check_step(const event& e, event_e
     if (e.kind == event_kind::checked)
         ++(e.check == core::check_outcome::alive ? expected_counters_.checks_passed : expected_counters_.checks_failed);
     if (e.kind == event_kind::reset_done && e.reset == core::reset_outcome::failed) ++expected_counters_.resets_failed;
+    if (e.kind == event_kind::resize) ++expected_counters_.resizes;
 
     for (const effect& f : effects) {
         const int stage = phase_of(f);
@@ -216,6 +222,7 @@ std::optional<std::string> invariant_checker::check_step(const event& e, event_e
         }
     }
     advance_to(stage_end);
+    forget_unknown_handles();
 
     check_closed_owed();
     check_no_idle_while_queued();
@@ -244,7 +251,10 @@ event_error invariant_checker::expected_error(const event& e) const {
     case event_kind::died:
     case event_kind::checked:
     case event_kind::reset_done:
-        if (e.slot >= config_.max_slots) return event_error::bad_slot;
+        if (e.slot >= slots_.size()) return event_error::bad_slot;
+        break;
+    case event_kind::resize:
+        if (e.max_slots == 0 || e.max_slots > slots_.size() || e.min_slots > e.max_slots) return event_error::bad_size;
         break;
     case event_kind::acquire:
         if (e.weight && (*e.weight == 0 || *e.weight > core::max_weight)) return event_error::bad_weight;
@@ -312,9 +322,15 @@ int invariant_checker::phase_of(const effect& f) const {
     case effect_kind::leak_suspected: return stage_leaks;
     case effect_kind::retire:
         // A checking slot retired idle is a `checked alive` (step 3); an idle one is step 2.
+        // In a resize step, an idle retirement that step 2 no longer owes comes after the
+        // event (decision 16: the new min_slots).
         if (f.retired == retire_reason::idle &&
-            !(f.slot < slots_.size() && slots_[f.slot].state == slot_state::checking))
+            !(f.slot < slots_.size() && slots_[f.slot].state == slot_state::checking)) {
+            if (step_.e->kind == event_kind::resize &&
+                (step_.phase >= stage_event || !idle_timeout_due(min_slots_)))
+                return stage_event_retires;
             return stage_idle;
+        }
         // A leased slot retired max_lifetime is being released (step 3); an idle one is step 2.
         if (f.retired == retire_reason::max_lifetime && f.slot < slots_.size() &&
             slots_[f.slot].state == slot_state::idle)
@@ -358,6 +374,8 @@ void invariant_checker::begin_event() {
         nanos deadline = e.deadline.value_or(never);
         if (config_.acquire_timeout > 0) deadline = std::min(deadline, saturating_add(e.now, config_.acquire_timeout));
         step_.own = waiter_info{e.waiter, e.handle, ++arrivals_, e.now, deadline};
+        // Decision 15: the acquire that makes its handle known sets its cap.
+        known_.try_emplace(e.handle, known_info{e.max_leases.value_or(config_.max_leases_per_handle), 0});
         completed_.erase(e.waiter);  // ids must never be reused; if one is, follow the new request
         // Section 5, "acquire order of checks", on the state after step 2.
         const auto h = handles_.find(e.handle);
@@ -368,7 +386,7 @@ void invariant_checker::begin_event() {
             if (s.state == slot_state::idle && is_fresh(s)) ++step_.idle_at_acquire;
         if (shutting_down_)
             step_.expected = acquire_outcome::closed;
-        else if (step_.idle_at_acquire > 0)
+        else if (step_.idle_at_acquire > 0 && !at_cap(e.handle))
             step_.expected = acquire_outcome::grant;
         else if (expired(deadline, e.now))
             step_.expected = acquire_outcome::timeout;
@@ -385,6 +403,7 @@ void invariant_checker::begin_event() {
         break;
 
     case event_kind::release: {
+        lease_back(e.slot);  // decision 15: the lease is back to its handle first, clean or dirty
         slot_info& s = slots_[e.slot];
         s.lease = 0;  // the lease ends; the slot stays "leased" until it is retired, reset or idle
         // Section 5, "Release": dirty retires; clean is judged by judge_clean_return.
@@ -404,6 +423,9 @@ void invariant_checker::begin_event() {
         if (shutting_down_) {
             step_.retire_slot = e.slot, step_.retire_reason = retire_reason::shutdown;
             step_.retire_why = "spawned while shutting down";
+        } else if (surplus()) {
+            step_.retire_slot = e.slot, step_.retire_reason = retire_reason::resize;
+            step_.retire_why = cat("spawned with ", live_slots(), " slot(s) live above max_slots ", max_slots_);
         } else if (past_lifetime(s)) {
             step_.retire_slot = e.slot, step_.retire_reason = retire_reason::max_lifetime;
             step_.retire_why = "spawned with a drawn lifetime of 0";
@@ -425,16 +447,19 @@ void invariant_checker::begin_event() {
         } else if (shutting_down_) {
             step_.retire_slot = e.slot, step_.retire_reason = retire_reason::shutdown;
             step_.retire_why = "checked alive while shutting down";
+        } else if (surplus()) {
+            step_.retire_slot = e.slot, step_.retire_reason = retire_reason::resize;
+            step_.retire_why = cat("checked alive with ", live_slots(), " slot(s) live above max_slots ", max_slots_);
         } else if (past_lifetime(s)) {
             step_.retire_slot = e.slot, step_.retire_reason = retire_reason::max_lifetime;
             step_.retire_why = cat("checked alive at ", e.now, " (its lifetime ended at ", time_text(s.expires_at), ")");
-        } else if (queued_.empty() && config_.idle_timeout > 0 && live_slots() > config_.min_slots &&
+        } else if (eligible_waiters() == 0 && config_.idle_timeout > 0 && live_slots() > min_slots_ &&
                    due_after(s.idle_since, config_.idle_timeout, e.now)) {
             // Step 2's idle_timeout rule, which could not see the slot while it was checking.
             step_.retire_slot = e.slot, step_.retire_reason = retire_reason::idle;
             step_.retire_why = cat("checked alive, idle since ", s.idle_since, " (idle_timeout ", config_.idle_timeout,
-                                   ") with nobody queued and ", live_slots(), " slot(s) live (min_slots ",
-                                   config_.min_slots, ")");
+                                   ") with no eligible waiter queued and ", live_slots(),
+                                   " slot(s) live (min_slots ", min_slots_, ")");
         } else {
             make_idle_after_check(e.slot);
         }
@@ -476,7 +501,11 @@ void invariant_checker::begin_event() {
     case event_kind::shutdown:
         if (!shutting_down_) shutting_down_ = true, step_.shutdown_began = true;  // idempotent
         break;
-    case event_kind::resize: break;  // never reached: a resize turns this checker off (isolation_seen_)
+    case event_kind::resize:
+        // Decision 16: the new sizes from step 3 on; the retirements it owes are checked
+        // as they come (on_retire) and when step 3 ends (end_event).
+        max_slots_ = e.max_slots, min_slots_ = e.min_slots;
+        break;
     }
 }
 
@@ -501,6 +530,17 @@ void invariant_checker::end_event() {
                            *config_.max_waiters_per_handle, "), expected reject saturated"));
             queue_own_waiter();
         }
+        break;
+    case event_kind::resize:
+        // Decision 16: the surplus idle slots retired in this step.
+        if (surplus())
+            for (std::uint32_t i = 0; i < slots_.size(); ++i)
+                if (slots_[i].state == slot_state::idle) {
+                    breach(cat("decision 16: resize left slot ", i, " idle with ", live_slots(),
+                               " slot(s) live above max_slots ", max_slots_, " (expected ",
+                               format(effect::retire(i, retire_reason::resize)), ")"));
+                    break;
+                }
         break;
     case event_kind::cancel:
         // Invariant 8: a cancel of a queued waiter rejects it cancelled in that step.
@@ -552,7 +592,7 @@ void invariant_checker::end_event() {
 
 void invariant_checker::on_grant(const effect& f) {
     if (f.slot >= slots_.size()) {
-        breach(cat("section 4: ", format(f), " names slot ", f.slot, " but max_slots is ", config_.max_slots));
+        breach(cat("section 4: ", format(f), " names slot ", f.slot, " but slot_capacity is ", slots_.size()));
         return;
     }
     const bool own = step_.own_open && f.waiter == step_.own.id;
@@ -568,12 +608,18 @@ void invariant_checker::on_grant(const effect& f) {
                    last_lease_ + 1));
 
     if (w) {
+        // Decision 15: a handle at its cap is not granted.
+        if (at_cap(w->handle))
+            breach(cat("decision 15: ", format(f), ": handle ", w->handle, " already holds its cap of ",
+                       known_.at(w->handle).cap, " lease(s)"));
         if (own) {
-            // Invariant 6, no barging: granted at once only if nobody was queued before it.
-            if (!queued_.empty())
-                breach(cat("invariant 6: ", format(f), " granted a new acquire at once although ", queued_.size(),
-                           " waiter(s) were queued before it (barging), the oldest ", by_arrival_.begin()->second));
+            // Invariant 6, no barging: granted at once only if no eligible waiter was queued before it.
+            if (const std::uint64_t n = eligible_waiters(); n > 0)
+                breach(cat("invariant 6: ", format(f), " granted a new acquire at once although ", n,
+                           " eligible waiter(s) were queued before it (barging), the oldest ",
+                           *oldest_eligible_waiter()));
             step_.own_open = false;
+            ++known_[w->handle].leases;
             ++expected_counters_.grants_immediate;
         } else {
             // Section 5 step 2 comes first: a waiter past its deadline has been rejected.
@@ -582,6 +628,7 @@ void invariant_checker::on_grant(const effect& f) {
                            time_text(w->deadline), " has passed, it must have been rejected timeout"));
             check_fifo(*w);
             if (config_.policy == core::fairness_policy::round_robin) check_round_robin(*w);
+            ++known_[w->handle].leases;  // before its waiter leaves: the handle stays known
             remove_queued(w->id);
             ++expected_counters_.grants_after_wait;
         }
@@ -591,6 +638,7 @@ void invariant_checker::on_grant(const effect& f) {
 
     slot_info& s = slots_[f.slot];
     s.state = slot_state::leased;
+    s.holder = w ? w->handle : 0;
     s.lease = f.lease, s.lease_waiter = f.waiter, s.granted_at = now_, s.leak_reported = false;
     ++s.uses;
     last_lease_ = std::max(last_lease_, f.lease);
@@ -677,7 +725,7 @@ void invariant_checker::on_reject(const effect& f) {
 void invariant_checker::on_spawn(const effect& f) {
     ++expected_counters_.spawns;
     if (f.slot >= slots_.size()) {
-        breach(cat("section 4: ", format(f), " names slot ", f.slot, " but max_slots is ", config_.max_slots));
+        breach(cat("section 4: ", format(f), " names slot ", f.slot, " but slot_capacity is ", slots_.size()));
         return;
     }
     slot_info& s = slots_[f.slot];
@@ -706,14 +754,24 @@ void invariant_checker::on_spawn(const effect& f) {
 void invariant_checker::on_retire(const effect& f) {
     ++expected_counters_.retirements[static_cast<std::size_t>(f.retired)];
     if (f.slot >= slots_.size()) {
-        breach(cat("section 4: ", format(f), " names slot ", f.slot, " but max_slots is ", config_.max_slots));
+        breach(cat("section 4: ", format(f), " names slot ", f.slot, " but slot_capacity is ", slots_.size()));
         return;
     }
     const std::uint32_t slot = f.slot;
     slot_info& s = slots_[slot];
     const event& e = *step_.e;
 
-    if (f.retired == retire_reason::idle && s.state != slot_state::checking) {
+    if (f.retired == retire_reason::resize && e.kind == event_kind::resize && step_.phase >= stage_event &&
+        s.state == slot_state::idle) {
+        // Decision 16: surplus idle slots retire in the resize step, least recently used first.
+        const std::optional<std::uint32_t> oldest = oldest_idle();
+        if (!surplus())
+            breach(cat("decision 16: ", format(f), " with ", live_slots(), " slot(s) live, max_slots ", max_slots_,
+                       " (no surplus)"));
+        else if (*oldest != slot)
+            breach(cat("decision 16: ", format(f), ": surplus idle slots retire least recently used first, slot ",
+                       *oldest, " is idle longer"));
+    } else if (f.retired == retire_reason::idle && s.state != slot_state::checking) {
         // Step 2: idle slots idle >= idle_timeout retire, oldest idle first, while more
         // than min_slots slots are live.
         // Invariant 13: by idle time, which a passed check does not move.
@@ -728,9 +786,12 @@ void invariant_checker::on_retire(const effect& f) {
         else if (*oldest != slot)
             breach(cat("section 5 step 2: ", format(f), ": idle slots retire oldest idle first, slot ", *oldest,
                        " is idle longer"));
-        else if (live_slots() <= config_.min_slots)
+        else if (live_slots() <= min_slots_)
             breach(cat("section 5 step 2: ", format(f), " with only ", live_slots(), " slot(s) live (min_slots ",
-                       config_.min_slots, ")"));
+                       min_slots_, ")"));
+        else if (step_.phase >= stage_event && surplus())
+            breach(cat("decision 16: ", format(f), " before the surplus idle slots retired resize (", live_slots(),
+                       " slot(s) live, max_slots ", max_slots_, ")"));
     } else if (f.retired == retire_reason::max_lifetime && s.state == slot_state::idle) {
         // Step 2: idle slots past max_lifetime retire, by slot index.
         if (config_.max_lifetime == 0) {
@@ -776,7 +837,7 @@ void invariant_checker::on_retire(const effect& f) {
 void invariant_checker::on_check(const effect& f) {
     ++expected_counters_.checks_started;  // decision 11.11
     if (f.slot >= slots_.size()) {
-        breach(cat("section 4: ", format(f), " names slot ", f.slot, " but max_slots is ", config_.max_slots));
+        breach(cat("section 4: ", format(f), " names slot ", f.slot, " but slot_capacity is ", slots_.size()));
         return;
     }
     // In step 3, a check is a keepalive check only while one is owed after the event.
@@ -821,7 +882,7 @@ void invariant_checker::check_keepalive(const effect& f) {
 // waiters outnumber the checks and spawns in flight, the most recently verified idle
 // slot is checked.
 void invariant_checker::check_on_checkout(const effect& f) {
-    const std::uint64_t w = queued_.size();
+    const std::uint64_t w = eligible_waiters();  // decision 15
     const std::uint64_t c = count(slot_state::checking);
     const std::uint64_t p = count(slot_state::spawning);
     std::optional<std::uint32_t> newest;
@@ -834,11 +895,11 @@ void invariant_checker::check_on_checkout(const effect& f) {
     if (config_.check_after_idle == 0)
         breach(cat("section 5 step 4: ", format(f), " is a check on checkout but check_after_idle is 0 (disabled)"));
     else if (w == 0)
-        breach(cat("section 5 step 4: ", format(f), " is a check on checkout but no waiter is queued"));
+        breach(cat("section 5 step 4: ", format(f), " is a check on checkout but no eligible waiter is queued"));
     else if (fresh)
         breach(cat("section 5 step 4: ", format(f), " while slot ", *fresh, " is idle and fresh (it must be granted)"));
     else if (w <= c + p)
-        breach(cat("section 5 step 4: ", format(f), ": ", w, " queued waiter(s) are covered by ", c,
+        breach(cat("section 5 step 4: ", format(f), ": ", w, " queued eligible waiter(s) are covered by ", c,
                    " check(s) and ", p, " spawn(s) in flight (W - C - P > 0 is needed)"));
     else if (newest != f.slot)
         breach(cat("section 5: ", format(f), ": a check on checkout takes the most recently verified idle slot, slot ",
@@ -850,7 +911,7 @@ void invariant_checker::check_on_checkout(const effect& f) {
 void invariant_checker::on_reset(const effect& f) {
     ++expected_counters_.resets_started;  // decision 11.11
     if (f.slot >= slots_.size()) {
-        breach(cat("section 4: ", format(f), " names slot ", f.slot, " but max_slots is ", config_.max_slots));
+        breach(cat("section 4: ", format(f), " names slot ", f.slot, " but slot_capacity is ", slots_.size()));
         return;
     }
     if (step_.reset_slot != f.slot || step_.reset_done) {
@@ -865,7 +926,7 @@ void invariant_checker::on_reset(const effect& f) {
 void invariant_checker::on_leak(const effect& f) {
     ++expected_counters_.leaks_suspected;
     if (f.slot >= slots_.size()) {
-        breach(cat("section 4: ", format(f), " names slot ", f.slot, " but max_slots is ", config_.max_slots));
+        breach(cat("section 4: ", format(f), " names slot ", f.slot, " but slot_capacity is ", slots_.size()));
         return;
     }
     slot_info& s = slots_[f.slot];
@@ -922,19 +983,22 @@ void invariant_checker::plan_spawns() {
         step_.spawns_expected = 0, step_.spawn_plan = cat("inside the backoff until ", time_text(backoff_end_));
         return;
     }
-    // min(max(W - P - C, min_slots - live), empty slots, max_concurrent_spawns - P), none below 1.
-    const auto w = static_cast<std::int64_t>(queued_.size());
+    // min(max(W - P - C, min_slots - live), max_slots - (live + retiring),
+    //     min(max_concurrent_spawns, max_slots) - P), none below 1; W the eligible waiters
+    // (decision 15), the sizes those in force (decision 16).
+    const auto w = static_cast<std::int64_t>(eligible_waiters());
     const auto p = static_cast<std::int64_t>(count(slot_state::spawning));
     const auto c = static_cast<std::int64_t>(count(slot_state::checking));
     const auto live = static_cast<std::int64_t>(live_slots());
-    const auto empty = static_cast<std::int64_t>(count(slot_state::empty));
-    const auto min_slots = static_cast<std::int64_t>(config_.min_slots);
-    const auto concurrent = static_cast<std::int64_t>(std::min<std::uint64_t>(*config_.max_concurrent_spawns, 1u << 30));
+    const auto retiring = static_cast<std::int64_t>(count(slot_state::retiring));
+    const auto room = static_cast<std::int64_t>(max_slots_) - (live + retiring);
+    const auto min_slots = static_cast<std::int64_t>(min_slots_);
+    const auto concurrent = static_cast<std::int64_t>(std::min<std::uint64_t>(*config_.max_concurrent_spawns, max_slots_));
     step_.spawns_expected =
-        std::max<std::int64_t>(0, std::min({std::max(w - p - c, min_slots - live), empty, concurrent - p}));
-    step_.spawn_plan = cat("W=", w, " queued, P=", p, " spawning, C=", c, " checking, ", live, " live, ", empty,
-                           " empty, min_slots ",
-                           min_slots, ", max_concurrent_spawns ", *config_.max_concurrent_spawns);
+        std::max<std::int64_t>(0, std::min({std::max(w - p - c, min_slots - live), room, concurrent - p}));
+    step_.spawn_plan = cat("W=", w, " eligible queued, P=", p, " spawning, C=", c, " checking, ", live, " live, ",
+                           retiring, " retiring, max_slots ", max_slots_, ", min_slots ", min_slots,
+                           ", max_concurrent_spawns ", *config_.max_concurrent_spawns);
 }
 
 void invariant_checker::end_spawns() {
@@ -1012,10 +1076,10 @@ void invariant_checker::check_fifo(const waiter_info& w) {
         breach(cat("invariant 4: waiter ", w.id, " of handle ", w.handle, " granted before older waiter ",
                    oldest_of_handle, " of the same handle"));
     if (config_.policy == core::fairness_policy::fifo) {
-        const waiter_info& oldest = queued_.at(by_arrival_.begin()->second);
+        const waiter_info& oldest = queued_.at(*oldest_eligible_waiter());
         if (oldest.id != w.id)
-            breach(cat("invariant 4: policy fifo: waiter ", w.id, " (handle ", w.handle, ") granted before older waiter ",
-                       oldest.id, " (handle ", oldest.handle, ")"));
+            breach(cat("invariant 4: policy fifo: waiter ", w.id, " (handle ", w.handle,
+                       ") granted before older eligible waiter ", oldest.id, " (handle ", oldest.handle, ")"));
     }
 }
 
@@ -1059,7 +1123,8 @@ void invariant_checker::check_round_robin(const waiter_info& w) {
     // 5c, and where the cut handle entered the back.
     if (rr_last_handle_ && *rr_last_handle_ != h && rr_grants_ > 0) {
         const auto p = handles_.find(*rr_last_handle_);
-        if (p != handles_.end() && p->second.last_grant == rr_grants_) {
+        // A handle at its cap has left the rotation (decision 15): its run may end anywhere.
+        if (p != handles_.end() && p->second.last_grant == rr_grants_ && !at_cap(p->first)) {
             handle_info& pi = p->second;
             const std::uint64_t run = rr_grants_ - pi.run_start + 1;
             if (run % pi.weight != 0)
@@ -1075,14 +1140,14 @@ void invariant_checker::check_round_robin(const waiter_info& w) {
         // 5b
         if (hi.last_grant != 0)
             for (const auto& [g, gi] : handles_)
-                if (g != h && gi.activated_at < hi.last_grant && gi.last_grant < hi.last_grant) {
+                if (g != h && !at_cap(g) && gi.activated_at < hi.last_grant && gi.last_grant < hi.last_grant) {
                     breach(cat("invariant 5: handle ", h, " got a new turn (waiter ", w.id, ") while handle ", g,
                                ", waiting since before its previous turn ended, has not had its turn"));
                     break;
                 }
         // 5d
         for (const auto& [g, gi] : handles_)
-            if (g != h && gi.entry_hi <= hi.entry_lo) {
+            if (g != h && !at_cap(g) && gi.entry_hi <= hi.entry_lo) {
                 breach(cat("invariant 5: handle ", h, " began a turn (waiter ", w.id, ") while handle ", g,
                            " was ahead of it in the rotation (", gi.last_grant ? "moved to the back" : "joined",
                            " earlier) and still waiting for its turn"));
@@ -1093,7 +1158,7 @@ void invariant_checker::check_round_robin(const waiter_info& w) {
 
     // 5a
     for (const auto& [g, gi] : handles_) {
-        if (g == h) continue;
+        if (g == h || at_cap(g)) continue;
         const std::uint64_t from = std::max(hi.run_start, gi.activated_at + 1);
         const std::uint64_t grants = index - from + 1;
         if (grants > hi.weight) {
@@ -1111,16 +1176,17 @@ void invariant_checker::check_round_robin(const waiter_info& w) {
 // Invariant 6: after every step, no fresh idle slot while a waiter is queued, and a stale
 // one only while checking + spawning >= queued waiters.
 void invariant_checker::check_no_idle_while_queued() {
-    if (queued_.empty()) return;
+    const std::uint64_t eligible = eligible_waiters();  // decision 15: waiters behind a cap do not count
+    if (eligible == 0) return;
     const std::uint64_t covered = count(slot_state::checking) + count(slot_state::spawning);
     for (std::uint32_t i = 0; i < slots_.size(); ++i) {
         if (slots_[i].state != slot_state::idle) continue;
         if (is_fresh(slots_[i])) {
-            breach(cat("invariant 6: slot ", i, " idle and fresh while ", queued_.size(), " waiter(s) queued"));
+            breach(cat("invariant 6: slot ", i, " idle and fresh while ", eligible, " eligible waiter(s) queued"));
             return;
         }
-        if (covered < queued_.size()) {
-            breach(cat("invariant 6: slot ", i, " idle (stale) while ", queued_.size(), " waiter(s) queued and only ",
+        if (covered < eligible) {
+            breach(cat("invariant 6: slot ", i, " idle (stale) while ", eligible, " eligible waiter(s) queued and only ",
                        covered, " checking + spawning"));
             return;
         }
@@ -1151,12 +1217,12 @@ void invariant_checker::check_time_driven_work_done() {
             breach(cat("section 5 step 2: slot ", i, " idle, past its lifetime (it ended at ", time_text(s.expires_at), ")",
                        " but not retired"));
     }
-    const std::optional<std::uint32_t> oldest = oldest_idle();
-    if (oldest && config_.idle_timeout > 0 && live_slots() > config_.min_slots &&
-        due_after(slots_[*oldest].idle_since, config_.idle_timeout, now_))
-        breach(cat("section 5 step 2: slot ", *oldest, " idle since ", slots_[*oldest].idle_since, " (idle_timeout ",
+    if (idle_timeout_due(min_slots_)) {
+        const std::uint32_t oldest = *oldest_idle();
+        breach(cat("section 5 step 2: slot ", oldest, " idle since ", slots_[oldest].idle_since, " (idle_timeout ",
                    config_.idle_timeout, ") not retired although ", live_slots(), " slot(s) are live (min_slots ",
-                   config_.min_slots, ")"));
+                   min_slots_, ")"));
+    }
     if (keepalive_owed()) {
         const std::uint32_t first = *least_recently_verified_idle();
         breach(cat("section 5 step 2: slot ", first, " idle, verified at ", slots_[first].verified,
@@ -1176,10 +1242,9 @@ void invariant_checker::check_closed_owed() {
 void invariant_checker::check_counts(const core::stats& after) {
     std::uint64_t total = 0;
     for (const std::uint64_t n : after.slots) total += n;
-    if (total != config_.max_slots)
+    if (total != slots_.size())
         breach(cat("invariant 3: stats.slots (empty+spawning+idle+leased+retiring+checking+resetting) sum to ", total,
-                   ", max_slots is ",
-                   config_.max_slots));
+                   ", slot_capacity is ", slots_.size()));
     for (int i = 0; i < core::slot_state_count; ++i) {
         const auto st = static_cast<slot_state>(i);
         if (after.slots[i] != count(st)) {
@@ -1197,6 +1262,16 @@ void invariant_checker::check_counts(const core::stats& after) {
     if (after.queued_waiters != queued_.size())
         breach(cat("invariant 3: stats.queued_waiters is ", after.queued_waiters, " but ", queued_.size(),
                    " waiter(s) are queued"));
+    std::uint64_t behind_cap = 0;
+    std::uint64_t at_cap_now = 0;
+    for (const auto& [id, k] : known_) at_cap_now += at_cap(id) ? 1 : 0;
+    for (const auto& [id, h] : handles_) behind_cap += at_cap(id) ? h.waiters.size() : 0;
+    if (after.waiters_behind_cap != behind_cap)
+        breach(cat("invariant 3: stats.waiters_behind_cap is ", after.waiters_behind_cap, " but ", behind_cap,
+                   " queued waiter(s) are of handles at their cap"));
+    if (after.handles_at_cap != at_cap_now)
+        breach(cat("invariant 3: stats.handles_at_cap is ", after.handles_at_cap, " but ", at_cap_now,
+                   " handle(s) hold their cap of leases"));
     if (after.active_handles != handles_.size())
         breach(cat("invariant 3: stats.active_handles is ", after.active_handles, " but ", handles_.size(),
                    " handle(s) have queued waiters"));
@@ -1242,7 +1317,12 @@ void invariant_checker::remove_queued(std::uint64_t waiter) {
     by_deadline_.erase({w.deadline, w.arrival, w.id});
     const auto h = handles_.find(w.handle);
     h->second.waiters.erase(w.arrival);
-    if (h->second.waiters.empty()) handles_.erase(h);  // decision 11.3: weight and turn forgotten
+    if (h->second.waiters.empty()) {
+        handles_.erase(h);  // decision 11.3: weight and turn forgotten
+        // Decision 15: with no lease out either, the handle is forgotten with its cap at
+        // once (an acquire later in this step makes it known afresh).
+        if (const auto k = known_.find(w.handle); k != known_.end() && k->second.leases == 0) known_.erase(k);
+    }
     queued_.erase(it);
 }
 
@@ -1274,6 +1354,9 @@ void invariant_checker::judge_clean_return(std::uint32_t slot, bool reset_allowe
     std::string detail;
     if (shutting_down_) {
         why = retire_reason::shutdown, detail = cat(what, " while shutting down");
+    } else if (surplus()) {
+        why = retire_reason::resize;
+        detail = cat(what, " with ", live_slots(), " slot(s) live above max_slots ", max_slots_, " (decision 16)");
     } else if (config_.max_uses > 0 && s.uses >= config_.max_uses) {
         why = retire_reason::max_uses;
         detail = cat(what, " after ", s.uses, " grant(s) (max_uses ", config_.max_uses, ")");
@@ -1346,8 +1429,7 @@ std::optional<std::string> invariant_checker::step2_retirement_owed() const {
         if (slots_[i].state == slot_state::idle && past_lifetime(slots_[i]))
             return cat("the retirement of idle slot ", i, " past its lifetime");
     const std::optional<std::uint32_t> oldest = oldest_idle();
-    if (oldest && config_.idle_timeout > 0 && live_slots() > config_.min_slots &&
-        due_after(slots_[*oldest].idle_since, config_.idle_timeout, now_))
+    if (idle_timeout_due(min_slots_))
         return cat("the idle retirement of slot ", *oldest, " (idle since ", slots_[*oldest].idle_since, ")");
     return std::nullopt;
 }
@@ -1361,6 +1443,67 @@ std::uint64_t invariant_checker::count(slot_state st) const {
 std::uint64_t invariant_checker::live_slots() const {
     return count(slot_state::spawning) + count(slot_state::idle) + count(slot_state::leased) +
            count(slot_state::checking) + count(slot_state::resetting);
+}
+
+// Step 2's idle_timeout rule with the given min_slots: the oldest idle slot is due.
+bool invariant_checker::idle_timeout_due(std::uint64_t min_slots) const {
+    const std::optional<std::uint32_t> oldest = oldest_idle();
+    return oldest && config_.idle_timeout > 0 && live_slots() > min_slots &&
+           due_after(slots_[*oldest].idle_since, config_.idle_timeout, now_);
+}
+
+// Decision 15: a known handle whose leases out reached its cap (0: no cap).
+bool invariant_checker::at_cap(std::uint64_t handle) const {
+    const auto k = known_.find(handle);
+    return k != known_.end() && k->second.cap > 0 && k->second.leases >= k->second.cap;
+}
+
+std::uint64_t invariant_checker::eligible_waiters() const {
+    std::uint64_t n = 0;
+    for (const auto& [id, h] : handles_)
+        if (!at_cap(id)) n += h.waiters.size();
+    return n;
+}
+
+// The earliest queued waiter of an eligible handle (fifo's next, decision 15).
+std::optional<std::uint64_t> invariant_checker::oldest_eligible_waiter() const {
+    std::optional<std::pair<std::uint64_t, std::uint64_t>> best;  // (arrival, id)
+    for (const auto& [id, h] : handles_)
+        if (!at_cap(id) && (!best || h.waiters.begin()->first < best->first)) best = *h.waiters.begin();
+    if (!best) return std::nullopt;
+    return best->second;
+}
+
+// A release: the lease is back to its handle (decision 15); one at its cap rejoins.
+void invariant_checker::lease_back(std::uint32_t slot) {
+    const std::uint64_t handle = slots_[slot].holder;
+    const auto k = known_.find(handle);
+    if (k == known_.end() || k->second.leases == 0) {
+        breach(cat("decision 15: the lease on slot ", slot, " was granted to handle ", handle,
+                   ", which holds no lease"));
+        return;
+    }
+    const bool was_at_cap = at_cap(handle);
+    --k->second.leases;
+    if (!handles_.contains(handle)) {
+        if (k->second.leases == 0) known_.erase(k);  // forgotten with its cap
+    } else if (was_at_cap) {
+        rejoin(handle);
+    }
+}
+
+// Round robin: a handle that leaves its cap rejoins at the back with a fresh turn, as
+// if it became active now (check_round_robin's bookkeeping).
+void invariant_checker::rejoin(std::uint64_t handle) {
+    handle_info& h = handles_.at(handle);
+    h.activated_at = rr_grants_;
+    h.last_grant = 0, h.run_start = 0, h.last_grant_stamp = 0;
+    h.entry_lo = h.entry_hi = ++rr_clock_;
+}
+
+// Decision 15: a handle with no waiter and no lease is forgotten, with its cap.
+void invariant_checker::forget_unknown_handles() {
+    std::erase_if(known_, [&](const auto& k) { return k.second.leases == 0 && !handles_.contains(k.first); });
 }
 
 const invariant_checker::waiter_info* invariant_checker::find_live(std::uint64_t waiter) const {

@@ -13,13 +13,6 @@ using core::slot_state;
 
 invariant_checker::invariant_checker(const core::config& config, std::span<const core::snapshot_record> snapshot)
     : invariant_checker(config) {
-    // A snapshot with caps or resized sizes is beyond what this checker follows yet.
-    for (const core::snapshot_record& r : snapshot) {
-        const auto* h = std::get_if<core::snapshot_handle>(&r);
-        if (std::holds_alternative<core::snapshot_sizes>(r) || (h != nullptr && h->max_leases != 0))
-            isolation_seen_ = true;
-    }
-    if (isolation_seen_) return;
     std::vector<core::snapshot_handle> rotation;
     for (const core::snapshot_record& r : snapshot) {
         if (const auto* h = std::get_if<core::snapshot_handle>(&r))
@@ -32,6 +25,8 @@ invariant_checker::invariant_checker(const core::config& config, std::span<const
     // must leave them as they are (invariant 11).
     prev_.queued_waiters = queued_.size();
     prev_.active_handles = handles_.size();
+    for (const auto& [id, h] : handles_) prev_.waiters_behind_cap += at_cap(id) ? h.waiters.size() : 0;
+    for (const auto& [id, k] : known_) prev_.handles_at_cap += at_cap(id) ? 1 : 0;
     for (int i = 0; i < core::slot_state_count; ++i) prev_.slots[i] = count(static_cast<slot_state>(i));
     have_prev_ = true;
 }
@@ -53,6 +48,8 @@ void invariant_checker::restore(const core::snapshot_record& record) {
                 closed_emitted_ = r.closed;
                 spawn_failures_in_a_row_ = r.spawn_failures_in_a_row;
                 backoff_end_ = r.backoff_end;
+            } else if constexpr (std::is_same_v<R, core::snapshot_sizes>) {
+                max_slots_ = r.max_slots, min_slots_ = r.min_slots;
             } else if constexpr (std::is_same_v<R, core::snapshot_slot>) {
                 slot_info& s = slots_.at(r.index);
                 s.state = r.state;
@@ -66,6 +63,8 @@ void invariant_checker::restore(const core::snapshot_record& record) {
                 s.keepalive = r.keepalive_check;
                 s.lease = r.state == slot_state::leased ? r.lease : 0;
                 s.granted_at = r.granted_at;
+                s.holder = r.state == slot_state::leased ? r.handle : 0;
+                if (r.state == slot_state::leased) ++known_[r.handle].leases;  // decision 15
                 s.leak_reported = r.state == slot_state::leased && !r.leak_unreported;
             } else if constexpr (std::is_same_v<R, core::snapshot_idle>) {
                 slots_.at(r.slot).verify_seq = ++verify_seq_;  // the idle order is by verification
@@ -91,17 +90,24 @@ void invariant_checker::restore(const core::snapshot_record& record) {
 // front handle granted `turn` times in a row just before the snapshot, a run that began
 // with its current turn. Whatever came before cannot be checked; everything after is,
 // by the same rules as in a run from `start`.
+// Handle records after the rotation (handles with a cap: at it, or with leases and no
+// waiter) give caps only; a handle at its cap is out of the rotation (decision 15).
 void invariant_checker::restore_rotation(const std::vector<core::snapshot_handle>& rotation) {
     std::uint64_t stamp = 0;
+    const core::snapshot_handle* front_record = nullptr;
     for (const core::snapshot_handle& r : rotation) {
-        handle_info& h = handles_[r.id];
+        known_[r.id].cap = r.max_leases;
+        const auto it = handles_.find(r.id);
+        if (it == handles_.end()) continue;  // leases but no waiter
+        handle_info& h = it->second;
         h.weight = r.weight;
         h.activated_at = 0;
         h.entry_lo = h.entry_hi = ++stamp;
+        if (front_record == nullptr && !at_cap(r.id)) front_record = &r;
     }
     rr_clock_ = stamp;
-    if (rotation.empty() || rotation.front().turn == 0) return;
-    const core::snapshot_handle& front = rotation.front();
+    if (front_record == nullptr || front_record->turn == 0) return;
+    const core::snapshot_handle& front = *front_record;
     handle_info& h = handles_[front.id];
     rr_grants_ = front.turn;
     h.run_start = 1;

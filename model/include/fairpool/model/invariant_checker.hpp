@@ -3,8 +3,8 @@
 //
 // It sees only what comes out of the scheduler: each event, the error it returned,
 // the effects it emitted and the stats after the step. From that it keeps its own
-// plain bookkeeping (queued waiters, handles and their weights, slot states, live
-// leases, shutdown) and checks, after every step, the invariants of
+// plain bookkeeping (queued waiters, handles and their weights, known handles with their
+// lease caps and leases out, the sizes in force, slot states, live leases, shutdown) and checks, after every step, the invariants of
 // docs/CONTRACT.md section 6, plus what they rest on: the validation of section 3,
 // the order of effects inside a step and the work of each stage of section 5, and
 // the counters of section 9 / decisions 11.2 and 11.11.
@@ -86,8 +86,15 @@ private:
         bool keepalive = false;         // checking: a keepalive check (not one on checkout)
         std::uint64_t lease = 0;        // live lease while leased (0: being released)
         std::uint64_t lease_waiter = 0;
+        std::uint64_t holder = 0;       // leased: the handle its lease was granted to (decision 15)
         core::nanos granted_at = 0;
         bool leak_reported = false;
+    };
+
+    // A known handle (decision 15): queued waiters or leases out.
+    struct known_info {
+        std::uint64_t cap = 0;     // from the acquire that made it known; 0: no cap
+        std::uint64_t leases = 0;  // leases out
     };
 
     struct terminal {
@@ -179,6 +186,16 @@ private:
     [[nodiscard]] bool keepalive_owed() const;
     [[nodiscard]] std::optional<std::string> step2_retirement_owed() const;
     [[nodiscard]] std::uint64_t count(core::slot_state s) const;
+    // Decision 15: caps, leases out, eligibility.
+    [[nodiscard]] bool at_cap(std::uint64_t handle) const;
+    [[nodiscard]] std::uint64_t eligible_waiters() const;
+    [[nodiscard]] std::optional<std::uint64_t> oldest_eligible_waiter() const;
+    void lease_back(std::uint32_t slot);
+    void rejoin(std::uint64_t handle);
+    void forget_unknown_handles();
+    // Decision 16: more slots live than max_slots.
+    [[nodiscard]] bool surplus() const { return live_slots() > max_slots_; }
+    [[nodiscard]] bool idle_timeout_due(std::uint64_t min_slots) const;
     [[nodiscard]] std::uint64_t live_slots() const;
     [[nodiscard]] const waiter_info* find_live(std::uint64_t waiter) const;
     void breach(std::string message);
@@ -191,11 +208,9 @@ private:
 
     // Durable bookkeeping.
     bool started_ = false;
-    // Lease caps or a resize are in play (a cap in the config, a slot_capacity above
-    // max_slots, an acquire with max_leases > 0, a resize): this checker does not
-    // follow their rules yet, so from then on it checks nothing; the reference model
-    // (lockstep) covers them.
-    bool isolation_seen_ = false;
+    std::uint64_t max_slots_ = 0;  // the sizes in force (the config's, then the last resize's)
+    std::uint64_t min_slots_ = 0;
+    std::map<std::uint64_t, known_info> known_;  // known handles (decision 15)
     core::nanos now_ = 0;
     std::uint64_t steps_ = 0;
     std::uint64_t arrivals_ = 0;
