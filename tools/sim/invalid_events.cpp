@@ -20,11 +20,12 @@ void simulation::impl::inject_before_start() {
 }
 
 void simulation::impl::inject_invalid() {
-    const std::uint32_t max_slots = static_cast<std::uint32_t>(sc.config.max_slots);
-    const std::uint32_t slot = static_cast<std::uint32_t>(r.below(max_slots));
+    // Slots are numbered by slot_capacity (decision 16): a bad one is at or above it.
+    const std::uint32_t capacity = slot_capacity();
+    const std::uint32_t slot = static_cast<std::uint32_t>(r.below(capacity));
     const slot_view& s = slots[slot];
     const auto bad_slot = [&] {
-        const std::uint32_t bad = static_cast<std::uint32_t>(r.between(max_slots, 65535));
+        const std::uint32_t bad = static_cast<std::uint32_t>(r.between(capacity, 65535));
         static constexpr core::event_kind kinds[] = {core::event_kind::release, core::event_kind::spawned,
                                                      core::event_kind::spawn_failed, core::event_kind::retired,
                                                      core::event_kind::died};
@@ -35,6 +36,18 @@ void simulation::impl::inject_invalid() {
         if (e.kind == core::event_kind::release) e.lease = r.between(0, last_lease + 1);
         send(e, event_error::bad_slot);
     };
+    // Seeds with caps or resizes sometimes send a bad size: max_slots 0 or above
+    // slot_capacity, or min_slots above max_slots.
+    if (sc.p_bad_size > 0 && isolation.chance(sc.p_bad_size)) {
+        const std::uint64_t k = isolation.below(3);
+        const std::uint64_t max_slots = k == 0   ? 0
+                                        : k == 1 ? isolation.between(capacity + 1, 70000)
+                                                 : isolation.between(1, capacity);
+        const std::uint64_t min_slots = k == 2 ? isolation.between(max_slots + 1, max_slots + 3) : isolation.below(2);
+        ++result.adapter.bad_sizes;
+        send(event::resize(now, max_slots, min_slots), event_error::bad_size);
+        return;
+    }
     // Health seeds (and only they: the others play as before) sometimes send a result
     // for a slot that waits for none.
     if (sc.p_health_invalid > 0 && health.chance(sc.p_health_invalid)) {
@@ -55,7 +68,7 @@ void simulation::impl::inject_invalid() {
         case 0: {  // time first: even an otherwise bad event says time_went_backwards
             if (last_now == 0) return bad_slot();
             event e = r.chance(0.5) ? event::tick(last_now - 1)
-                                    : event::release(r.between(0, last_now - 1), max_slots, 0);
+                                    : event::release(r.between(0, last_now - 1), capacity, 0);
             send(e, event_error::time_went_backwards);
             return;
         }

@@ -43,6 +43,7 @@ std::size_t simulation::write_trace(std::ostream& out) const {
 seed_result simulation::impl::run() {
     result.seed = seed;
     result.scenario = describe(sc);
+    result.isolation = isolation_on(sc);
     result.policy = sc.config.policy;
     const std::uint64_t hash_seed = r.next();
     restore_hash_seed = hash_seed;
@@ -69,7 +70,7 @@ void simulation::impl::begin() {
     now = sc.start_at;
     next_waiter = sc.waiter_base;
     late_acquires_left = sc.late_acquires;
-    slots.assign(static_cast<std::size_t>(sc.config.max_slots), slot_view{});
+    slots.assign(static_cast<std::size_t>(sc.config.slot_capacity.value_or(sc.config.max_slots)), slot_view{});
     if (r.chance(sc.p_invalid * 10)) inject_before_start();
     if (result.failure || !send(event::start(now), event_error::ok)) return;
     tenants.resize(sc.tenants.size());
@@ -82,6 +83,11 @@ void simulation::impl::begin() {
         it.kind = action::arrive;
         it.value = t;
         schedule(ts.on ? std::min(spread(tp.gap_mean), ts.phase_end - now) : ts.phase_end - now, it);
+    }
+    if (sc.resize_gap_mean > 0) {
+        item it;
+        it.kind = action::resize;
+        schedule(isolation.between(0, 2 * sc.resize_gap_mean), it);
     }
 }
 
@@ -170,6 +176,9 @@ bool simulation::impl::send(const event& e, event_error expected, bool from_time
     if (from_timer && effects.empty())
         return fail("a tick at next_deadline() emitted nothing (an armed timer would spin)");
     if (!check_views()) return false;
+    const core::stats& gauges = pool->core().counters();
+    if (gauges.handles_at_cap > 0) ++result.adapter.steps_at_cap;
+    if (gauges.waiters_behind_cap > 0) ++result.adapter.steps_behind_cap;
     timer = pool->core().next_deadline();
     if (timer && *timer <= now)
         return fail("next_deadline() is " + std::to_string(*timer) + ", not after now (" + std::to_string(now) +
@@ -222,9 +231,12 @@ void simulation::impl::apply_effect(const core::effect& f) {
             s.state = slot_state::leased;
             s.lease = f.lease;
             last_lease = std::max(last_lease, f.lease);
+            const waiter_record* w = find_waiter(f.waiter);
+            const std::uint64_t hold_factor = w ? sc.tenants[w->tenant].hold_factor : 1;
             if (!settle_waiter(f)) return;
             nanos hold = draw(sc.hold);
             if (r.chance(sc.p_long_hold)) hold *= r.between(5, 30);
+            hold *= hold_factor;  // a greedy tenant's long holds (issue 15)
             item it;
             it.kind = action::release;
             it.slot = f.slot;

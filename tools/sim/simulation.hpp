@@ -49,6 +49,10 @@ struct adapter_counters {
     std::uint64_t resets_failed = 0;    // `reset_done failed` (dead resource or injected failure)
     std::uint64_t outages = 0;          // backend down windows begun
     std::uint64_t invalid_events = 0;   // injected, refused with the expected error
+    std::uint64_t bad_sizes = 0;        // of which `resize` with a bad size
+    std::uint64_t capped_acquires = 0;  // acquires naming max_leases > 0
+    std::uint64_t steps_at_cap = 0;     // steps after which a handle held its cap
+    std::uint64_t steps_behind_cap = 0; // steps after which a waiter queued behind a cap
 };
 
 struct seed_result {
@@ -60,6 +64,7 @@ struct seed_result {
     core::stats counters{};  // the core's, at the end
     adapter_counters adapter{};
     fairness_sample fairness;
+    bool isolation = false;  // caps or resizes in play (isolation_on)
     bool shut_down = false;
     bool closed = false;
     std::optional<std::string> failure;  // a breach or a failed simulator check

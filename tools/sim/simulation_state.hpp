@@ -38,6 +38,7 @@ enum class action : std::uint8_t {
     reset_result,    // the backend finished a reset: `reset_done` ok or failed
     cancel,          // a caller gives up
     shutdown_again,  // a second `shutdown` (idempotent)
+    resize,          // the operator resizes the pool (issue 15)
 };
 
 struct item {
@@ -89,13 +90,15 @@ struct simulation::impl {
     using tenant_state = detail::tenant_state;
 
     impl(std::uint64_t seed_, const run_settings& settings_)
-        : seed(seed_), settings(settings_), r(seed_), health(~seed_), sc(make_scenario(r, health, settings_)),
+        : seed(seed_), settings(settings_), r(seed_), health(~seed_),
+          isolation(seed_ ^ 0x1515151515151515ULL), sc(make_scenario(r, health, isolation, settings_)),
           meter(sc.tenants.size()) {}
 
     std::uint64_t seed;
     run_settings settings;
     rng r;
     rng health;  // health settings, faults and delays only: seeds without health play as before
+    rng isolation;  // caps and resizes only: seeds without them play as before
     scenario sc;
     std::optional<model::lockstep> pool;
     std::uint64_t restore_hash_seed = 0;  // of the cores restored from snapshots (--snapshot-every)
@@ -169,6 +172,8 @@ struct simulation::impl {
     void add_queued(std::uint64_t id);
     void remove_queued(std::uint64_t id);
     void begin_shutdown();
+    void resize();
+    [[nodiscard]] std::uint32_t slot_capacity() const { return static_cast<std::uint32_t>(slots.size()); }
     void inject_invalid();
     void inject_before_start();
     void after_closed();

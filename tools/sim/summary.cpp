@@ -43,6 +43,9 @@ void summary::add(const seed_result& r) {
     totals_.checks_failed += c.checks_failed;
     totals_.resets_started += c.resets_started;
     totals_.resets_failed += c.resets_failed;
+    totals_.resizes += c.resizes;
+    if (r.isolation) ++isolation_seeds_;
+    if (c.resizes > 0) ++resized_seeds_;
     const adapter_counters& a = r.adapter;
     adapter_.timer_ticks += a.timer_ticks;
     adapter_.cancels += a.cancels;
@@ -58,6 +61,11 @@ void summary::add(const seed_result& r) {
     adapter_.resets_failed += a.resets_failed;
     adapter_.outages += a.outages;
     adapter_.invalid_events += a.invalid_events;
+    adapter_.bad_sizes += a.bad_sizes;
+    adapter_.capped_acquires += a.capped_acquires;
+    adapter_.steps_at_cap += a.steps_at_cap;
+    adapter_.steps_behind_cap += a.steps_behind_cap;
+    if (a.steps_at_cap > 0) ++capped_seeds_;
     if (r.shut_down) ++shut_down_;
     if (r.closed) ++closed_;
     const int p = static_cast<int>(r.policy);
@@ -101,6 +109,13 @@ void summary::print(std::FILE* out, double wall_seconds) const {
                  "  health faults %llu checks found a dead resource, %llu failed a live one, %llu slow checks, "
                  "%llu resets failed\n",
                  u(a.checks_found_dead), u(a.checks_failed), u(a.slow_checks), u(a.resets_failed));
+    std::fprintf(out,
+                 "  isolation     %llu seeds with caps or resizes: %llu acquires naming a cap, a handle at its cap "
+                 "after %llu steps (in %llu seeds), waiters behind a cap after %llu; %llu resizes (in %llu seeds), "
+                 "%llu retirements resize, %llu bad sizes refused\n",
+                 u(isolation_seeds_), u(a.capped_acquires), u(a.steps_at_cap), u(capped_seeds_), u(a.steps_behind_cap),
+                 u(t.resizes), u(resized_seeds_), u(t.retirements[static_cast<int>(core::retire_reason::resize)]),
+                 u(a.bad_sizes));
     std::fprintf(out, "  shutdown      %llu seeds shut down mid-load, %llu reached `closed`\n", u(shut_down_),
                  u(closed_));
     std::fprintf(out,

@@ -32,6 +32,9 @@ private:
     double virtual_seconds_ = 0;
     core::stats totals_{};
     adapter_counters adapter_{};
+    std::uint64_t isolation_seeds_ = 0;  // caps or resizes in play
+    std::uint64_t capped_seeds_ = 0;     // a handle reached its cap
+    std::uint64_t resized_seeds_ = 0;
     std::uint64_t shut_down_ = 0;
     std::uint64_t closed_ = 0;
     index_stats share_[2];  // by fairness_policy

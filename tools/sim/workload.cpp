@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <string>
 
 namespace fairpool::sim {
 
@@ -64,6 +65,29 @@ bool health_on(const core::config& c) {
     return c.check_after_idle > 0 || c.keepalive_interval > 0 || c.reset_on_release || c.max_lifetime_jitter > 0;
 }
 
+// Tenant isolation (issue 15), from its own generator: in about 40% of the seeds no cap
+// and no resize, and those seeds play exactly as they did before. When on: room above
+// max_slots for resizes to grow into, sometimes a cap for every handle, greedy tenants
+// that hold their leases far longer, mostly under a cap of their own, some light
+// tenants naming max_leases=0, and resizes under load.
+void add_isolation(rng& iso, scenario& s) {
+    if (iso.chance(0.4)) return;
+    core::config& c = s.config;
+    c.slot_capacity = c.max_slots + iso.between(0, 4);
+    if (iso.chance(0.3)) c.max_leases_per_handle = iso.between(1, c.max_slots);
+    for (tenant& t : s.tenants) {
+        if (t.greedy) {
+            if (iso.chance(0.75)) t.max_leases = iso.between(1, std::max<std::uint64_t>(1, c.max_slots - 1));
+            if (iso.chance(0.7)) t.hold_factor = iso.between(5, 30);
+        } else if (iso.chance(0.15)) {
+            t.max_leases = iso.chance(0.5) ? 0 : iso.between(1, 3);
+        }
+    }
+    s.p_other_cap = iso.chance(0.5) ? 0 : 0.05;
+    if (iso.chance(0.65)) s.resize_gap_mean = s.hold_mean * iso.between(2, 60);
+    s.p_bad_size = s.p_invalid > 0 ? 0.15 : 0;
+}
+
 std::vector<tenant> make_tenants(rng& r, const run_settings& settings, const core::config& c, nanos hold_mean,
                                  double load) {
     const std::uint64_t count = settings.handles ? *settings.handles : r.between(1, 12);
@@ -110,7 +134,14 @@ std::vector<tenant> make_tenants(rng& r, const run_settings& settings, const cor
 
 }  // namespace
 
-scenario make_scenario(rng& r, rng& health, const run_settings& settings) {
+bool isolation_on(const scenario& s) {
+    const core::config& c = s.config;
+    return c.max_leases_per_handle > 0 || c.slot_capacity.value_or(c.max_slots) > c.max_slots ||
+           s.resize_gap_mean > 0 ||
+           std::any_of(s.tenants.begin(), s.tenants.end(), [](const tenant& t) { return t.max_leases.has_value(); });
+}
+
+scenario make_scenario(rng& r, rng& health, rng& isolation, const run_settings& settings) {
     scenario s;
     s.hold_mean = r.between(1 * ms, 20 * ms);
     const nanos hm = s.hold_mean;
@@ -166,20 +197,28 @@ scenario make_scenario(rng& r, rng& health, const run_settings& settings) {
     s.late_acquires = r.between(0, 3);
     s.p_second_shutdown = 0.2;
     s.after_closed = r.chance(0.5) ? 0 : r.between(1, 3);
+    add_isolation(isolation, s);
     return s;
 }
 
 std::string describe(const scenario& s) {
     const core::config c = s.config.resolved();
     std::uint64_t greedy = 0;
-    for (const tenant& t : s.tenants) greedy += t.greedy ? 1 : 0;
-    char buf[768];
+    std::string greedy_cap = "none";
+    std::uint64_t greedy_hold = 1;
+    for (const tenant& t : s.tenants) {
+        greedy += t.greedy ? 1 : 0;
+        if (t.greedy && t.max_leases) greedy_cap = std::to_string(*t.max_leases);
+        if (t.greedy) greedy_hold = std::max(greedy_hold, t.hold_factor);
+    }
+    char buf[1024];
     std::snprintf(buf, sizeof buf,
                   "slots=%llu..%llu waiters=%llu/%llu %s idle=%s spawns<=%llu | timeout=%llu idle_timeout=%llu "
                   "lifetime=%llu jitter=%llu uses=%llu leak=%llu backoff=%llu..%llu | check_after_idle=%llu "
                   "keepalive=%llu checks<=%llu reset=%s | %zu tenants (%llu greedy) load=%.2f "
                   "hold=%.2fms | faults spawn=%.2f outage=%.3f dirty=%.2f die=%.2f silent=%.2f check_dead=%.2f "
-                  "reset_fail=%.2f invalid=%.3f",
+                  "reset_fail=%.2f invalid=%.3f | capacity=%llu cap=%llu greedy_cap=%s greedy_hold=%llux "
+                  "resize_every=%.2fms",
                   static_cast<unsigned long long>(c.min_slots), static_cast<unsigned long long>(c.max_slots),
                   static_cast<unsigned long long>(*c.max_waiters_per_handle),
                   static_cast<unsigned long long>(c.max_waiters), core::to_string(c.policy),
@@ -196,7 +235,9 @@ std::string describe(const scenario& s) {
                   s.tenants.size(),
                   static_cast<unsigned long long>(greedy), s.load, static_cast<double>(s.hold_mean) / 1e6,
                   s.p_spawn_fail, s.p_outage, s.p_dirty, s.p_die, s.p_silent_death, s.p_check_dead, s.p_reset_fail,
-                  s.p_invalid);
+                  s.p_invalid, static_cast<unsigned long long>(*c.slot_capacity),
+                  static_cast<unsigned long long>(c.max_leases_per_handle), greedy_cap.c_str(),
+                  static_cast<unsigned long long>(greedy_hold), static_cast<double>(s.resize_gap_mean) / 1e6);
     return buf;
 }
 

@@ -39,6 +39,9 @@ struct tenant {
     nanos off_mean = 0;        // mean length of an off phase
     nanos gap_mean = 0;        // mean gap between bursts while on
     double p_burst = 0;        // another acquire at the same instant
+    // Tenant isolation (issue 15).
+    std::optional<std::uint64_t> max_leases;  // sent on its acquires (its handle's cap; 0 = none)
+    std::uint64_t hold_factor = 1;            // its leases are held this many times longer
 };
 
 struct scenario {
@@ -57,6 +60,8 @@ struct scenario {
     span patience;
     double p_late_cancel = 0;    // the cancel is sent even though the waiter completed (crosses a grant)
     double p_deregister = 0;     // a tenant going off deregisters its handle
+    double p_other_cap = 0;      // an acquire names another max_leases (ignored while its handle is known)
+    nanos resize_gap_mean = 0;   // mean time between `resize` events (0: none)
     std::uint64_t waiter_base = 1;  // first waiter id
     nanos start_at = 0;          // now of `start`
     nanos quantum = 1;           // scheduled times are rounded up to a multiple (ties)
@@ -83,6 +88,7 @@ struct scenario {
     double p_health_invalid = 0; // an injected invalid event is a checked or reset_done instead
     double p_slow_retire = 0;    // a retirement takes 20..100x longer
     double p_invalid = 0;        // per step: an invalid event is injected
+    double p_bad_size = 0;       // an injected invalid event is a `resize` with a bad size instead
 
     // Ending.
     std::optional<std::uint64_t> shutdown_after;  // events before `shutdown`
@@ -93,7 +99,11 @@ struct scenario {
 
 // Draws the scenario of one seed (the first draws of its generator `r`; the health
 // settings and faults from `health`, so that a seed without them plays as it always did).
-[[nodiscard]] scenario make_scenario(rng& r, rng& health, const run_settings& s);
+// Caps and resizes come from `isolation`, so that a seed without them plays as before.
+[[nodiscard]] scenario make_scenario(rng& r, rng& health, rng& isolation, const run_settings& s);
+
+// Caps or resizes are in play in this scenario.
+[[nodiscard]] bool isolation_on(const scenario& s);
 
 // "slots=3/1 waiters=17 rr lifo timeout=… | 5 tenants (1 greedy) load=1.70 hold=3.2ms | faults …"
 [[nodiscard]] std::string describe(const scenario& s);

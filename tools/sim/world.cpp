@@ -100,7 +100,21 @@ void simulation::impl::handle(const item& it) {
             return;
         }
         case action::shutdown_again: send(event::shutdown(it.at), event_error::ok); return;
+        case action::resize: resize(); return;
     }
+}
+
+// Random sizes under load, between 1 and slot_capacity; after `shutdown` no more are
+// scheduled (one already due still comes: a resize while shutting down).
+void simulation::impl::resize() {
+    const std::uint64_t max_slots = isolation.between(1, slot_capacity());
+    const std::uint64_t min_slots = isolation.chance(0.5) ? 0 : isolation.between(0, max_slots);
+    if (!shutting_down) {
+        item it;
+        it.kind = action::resize;
+        schedule(isolation.between(0, 2 * sc.resize_gap_mean), it);
+    }
+    send(event::resize(now, max_slots, min_slots), event_error::ok);
 }
 
 void simulation::impl::arrive(std::uint32_t t) {
@@ -145,6 +159,9 @@ detail::event simulation::impl::make_acquire(std::uint32_t t) {
         else if (k == 2) deadline = core::never;
         else deadline = plus(now, r.between(0, sc.deadline_max));
     }
+    std::optional<std::uint64_t> max_leases = sc.tenants[t].max_leases;
+    if (sc.p_other_cap > 0 && isolation.chance(sc.p_other_cap)) max_leases = isolation.between(0, 3);
+    if (max_leases.value_or(0) > 0) ++result.adapter.capped_acquires;
     std::optional<std::uint64_t> weight;
     if (r.chance(sc.p_weight)) {
         const std::uint64_t k = r.below(20);
@@ -156,12 +173,12 @@ detail::event simulation::impl::make_acquire(std::uint32_t t) {
         it.value = id;
         schedule(draw(sc.patience), it);
     }
-    return event::acquire(now, id, sc.tenants[t].handle, deadline, weight);
+    return event::acquire(now, id, sc.tenants[t].handle, deadline, weight, max_leases);
 }
 
 void simulation::impl::begin_shutdown() {
     result.shut_down = true;
-    shutdown_budget = queue.size() + 8 * sc.config.max_slots + 64;
+    shutdown_budget = queue.size() + 8 * std::uint64_t{slot_capacity()} + 64;
     if (!send(event::shutdown(now), event_error::ok)) return;
     if (r.chance(sc.p_second_shutdown)) {
         item it;
