@@ -1075,8 +1075,9 @@ void invariant_checker::check_fifo(const waiter_info& w) {
     if (oldest_of_handle != w.id)
         breach(cat("invariant 4: waiter ", w.id, " of handle ", w.handle, " granted before older waiter ",
                    oldest_of_handle, " of the same handle"));
-    if (config_.policy == core::fairness_policy::fifo) {
-        const waiter_info& oldest = queued_.at(*oldest_eligible_waiter());
+    const std::optional<std::uint64_t> first = oldest_eligible_waiter();
+    if (config_.policy == core::fairness_policy::fifo && first) {  // none: the grant was to a handle at its cap
+        const waiter_info& oldest = queued_.at(*first);
         if (oldest.id != w.id)
             breach(cat("invariant 4: policy fifo: waiter ", w.id, " (handle ", w.handle,
                        ") granted before older eligible waiter ", oldest.id, " (handle ", oldest.handle, ")"));

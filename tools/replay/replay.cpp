@@ -58,14 +58,15 @@ std::optional<breach> first_breach(const core::config& c, const std::vector<core
 std::vector<core::event> repaired(const core::config& c, const std::vector<core::snapshot_record>& snapshot,
                                   const std::vector<core::event>& events, const std::vector<bool>& valid_in_full_trace) {
     core::scheduler s = trace::starting_scheduler(c, snapshot);
-    std::vector<std::uint64_t> lease_of_slot(c.max_slots, 0);
+    const std::uint64_t capacity = c.slot_capacity.value_or(c.max_slots);  // slots are numbered by it
+    std::vector<std::uint64_t> lease_of_slot(capacity, 0);
     for (const core::snapshot_record& r : snapshot)
         if (const auto* slot = std::get_if<core::snapshot_slot>(&r); slot && slot->state == core::slot_state::leased)
             lease_of_slot[slot->index] = slot->lease;
     std::vector<core::event> kept;
     for (std::size_t i = 0; i < events.size(); ++i) {
         core::event e = events[i];
-        if (e.kind == core::event_kind::release && e.slot < c.max_slots) e.lease = lease_of_slot[e.slot];
+        if (e.kind == core::event_kind::release && e.slot < capacity) e.lease = lease_of_slot[e.slot];
         core::scheduler trial = s;
         const core::step_result r = trial.step(e);
         if (!r.ok() && valid_in_full_trace[i]) continue;
