@@ -1,4 +1,4 @@
-// libFuzzer harness: bytes decoded into a config, then read as the choices of the event
+// libFuzzer harness: bytes decoded into a config (caps and slot_capacity included), then read as the choices of the event
 // generator (tests/support/event_generator.hpp) for a sequence of events fed to the
 // core and the reference model in lock step; any disagreement or broken invariant
 // aborts. The generator picks mostly valid events from the core's state (live waiters,
@@ -68,6 +68,11 @@ core::config decode_config(bytes& in) {
     c.reset_on_release = in.pick(3) == 2;
     c.max_lifetime_jitter = in.pick(c.max_lifetime + 1);
     c.jitter_seed = in.pick(256);
+    // Tenant isolation (issue 15), read after health for the same reason: a cap for
+    // every handle now and then (acquires draw their own max_leases), and room above
+    // max_slots for resizes to grow into (the generator draws resizes, some bad_size).
+    c.max_leases_per_handle = in.pick(3);
+    if (in.pick(2)) c.slot_capacity = c.max_slots + in.pick(4);
     return c;
 }
 

@@ -18,7 +18,7 @@ namespace {
 
 // Keeps each input fast: the tables are sized from the config at construction.
 bool affordable(const fairpool::core::config& c) {
-    return c.max_slots <= 1024 && c.max_waiters <= 4096;
+    return c.slot_capacity.value_or(c.max_slots) <= 1024 && c.max_waiters <= 4096;
 }
 
 [[noreturn]] void fail(const std::string& why) {

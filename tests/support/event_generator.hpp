@@ -140,6 +140,7 @@ struct event_generator::draw {
         if (roll < 96) return invalid();
         if (roll < 102) return arbitrary();
         if (roll < 114) return core::event::tick(now);
+        if (roll < 115) return resize(now);
         return slot_event(now);
     }
 
@@ -174,7 +175,15 @@ struct event_generator::draw {
         if (one_in(3)) due = deadline(now);
         std::optional<std::uint64_t> weight;
         if (one_in(4)) weight = 1 + pick(4);
-        return core::event::acquire(now, g.next_waiter_, h, due, weight);
+        std::optional<std::uint64_t> max_leases;  // the handle's cap if this acquire makes it known
+        if (one_in(8)) max_leases = pick(4);
+        return core::event::acquire(now, g.next_waiter_, h, due, weight, max_leases);
+    }
+
+    // A valid resize (decision 16): any size up to slot_capacity, any min_slots up to it.
+    core::event resize(nanos now) {
+        const std::uint64_t max_slots = 1 + pick(g.capacity_);
+        return core::event::resize(now, max_slots, pick(max_slots + 1));
     }
 
     nanos deadline(nanos now) {
