@@ -226,6 +226,7 @@ std::optional<std::string> invariant_checker::check_step(const event& e, event_e
 
     check_closed_owed();
     check_no_idle_while_queued();
+    check_no_idle_surplus();
     check_time_driven_work_done();
     check_counts(after);
     check_counters(after);
@@ -530,17 +531,6 @@ void invariant_checker::end_event() {
                            *config_.max_waiters_per_handle, "), expected reject saturated"));
             queue_own_waiter();
         }
-        break;
-    case event_kind::resize:
-        // Decision 16: the surplus idle slots retired in this step.
-        if (surplus())
-            for (std::uint32_t i = 0; i < slots_.size(); ++i)
-                if (slots_[i].state == slot_state::idle) {
-                    breach(cat("decision 16: resize left slot ", i, " idle with ", live_slots(),
-                               " slot(s) live above max_slots ", max_slots_, " (expected ",
-                               format(effect::retire(i, retire_reason::resize)), ")"));
-                    break;
-                }
         break;
     case event_kind::cancel:
         // Invariant 8: a cancel of a queued waiter rejects it cancelled in that step.
@@ -1192,6 +1182,18 @@ void invariant_checker::check_no_idle_while_queued() {
             return;
         }
     }
+}
+
+// Decision 16: after every step, no slot idle while more slots are live than max_slots
+// (a resize retires the idle surplus at once; any other return retires resize).
+void invariant_checker::check_no_idle_surplus() {
+    if (!surplus()) return;
+    for (std::uint32_t i = 0; i < slots_.size(); ++i)
+        if (slots_[i].state == slot_state::idle) {
+            breach(cat("decision 16: slot ", i, " idle with ", live_slots(), " slot(s) live above max_slots ",
+                       max_slots_, " (expected ", format(effect::retire(i, retire_reason::resize)), ")"));
+            return;
+        }
 }
 
 // Section 5 step 2 did all its work: after the step nothing it covers is left.

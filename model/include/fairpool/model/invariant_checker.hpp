@@ -166,6 +166,7 @@ private:
     void check_keepalive(const core::effect& f);                          // section 5 step 2, 13
     void check_on_checkout(const core::effect& f);                        // section 5 step 4
     void check_no_idle_while_queued();                                    // 6
+    void check_no_idle_surplus();                                         // decision 16
     void check_time_driven_work_done();                                   // section 5 step 2
     void check_closed_owed();                                             // 9
     void check_counts(const core::stats& after);                          // 3
