@@ -1,17 +1,9 @@
 // The proxy's own answers and limits, and the RESP parser, against the embedded backend.
 #include <gtest/gtest.h>
 
-#include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
-#include <boost/asio/post.hpp>
-#include <boost/asio/read.hpp>
-#include <boost/asio/write.hpp>
 #include <string>
-#include <thread>
 
 #include "embedded_backend.hpp"
-#include "fairpool/core/prometheus.hpp"
-#include "metrics_http.hpp"
 #include "fixture.hpp"
 
 namespace fairpool::demo::testing {
@@ -114,49 +106,6 @@ TEST(embedded, backend_latency_past_the_request_timeout_gives_a_timeout_and_a_fr
     EXPECT_TRUE(eventually([&] {
         return proxy.proxy().pool_stats().retirements[static_cast<int>(core::retire_reason::dirty)] == 1;
     }));
-}
-
-// GET over a blocking loopback socket; the whole response (the server closes after it).
-std::string http_get(std::uint16_t port, const std::string& path) {
-    boost::asio::io_context io;
-    boost::asio::ip::tcp::socket socket(io);
-    socket.connect({boost::asio::ip::address_v4::loopback(), port});
-    boost::asio::write(socket, boost::asio::buffer("GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"));
-    std::string response;
-    boost::system::error_code ec;
-    boost::asio::read(socket, boost::asio::dynamic_buffer(response), ec);  // until the server closes
-    EXPECT_EQ(ec, boost::asio::error::eof);
-    return response;
-}
-
-TEST(embedded, metrics_page_serves_the_pools_counters_in_prometheus_text) {
-    embedded_backend backend;
-    proxy_harness proxy(test_options(backend.endpoint()));
-    client cl(proxy.port());
-    ASSERT_EQ(cl.call({"INCR", "n"}).integer, 1);
-
-    boost::asio::io_context io;
-    boost::asio::ip::tcp::acceptor acceptor(io, {boost::asio::ip::address_v4::loopback(), 0});
-    boost::asio::co_spawn(
-        io, serve_metrics(acceptor, [&] { return fairpool::core::prometheus_text(proxy.proxy().pool_stats(), "demo"); }),
-        boost::asio::detached);
-    std::thread server([&io] { io.run(); });
-    const std::uint16_t port = acceptor.local_endpoint().port();
-    const std::string page = http_get(port, "/metrics");
-    const std::string missing = http_get(port, "/other");
-    boost::asio::post(io, [&acceptor] { acceptor.close(); });
-    server.join();
-
-    EXPECT_TRUE(page.starts_with("HTTP/1.1 200 OK\r\n")) << page;
-    EXPECT_NE(page.find("Content-Type: text/plain; version=0.0.4\r\n"), std::string::npos);
-    EXPECT_NE(page.find("\nfairpool_acquires_total{pool=\"demo\"} 1\n"), std::string::npos) << page;
-    const auto head_end = page.find("\r\n\r\n");
-    ASSERT_NE(head_end, std::string::npos);
-    const std::string body = page.substr(head_end + 4);
-    EXPECT_NE(page.find("Content-Length: " + std::to_string(body.size()) + "\r\n"), std::string::npos);
-    // The pool is quiet now: the page is exactly its current counters.
-    EXPECT_EQ(body, fairpool::core::prometheus_text(proxy.proxy().pool_stats(), "demo"));
-    EXPECT_TRUE(missing.starts_with("HTTP/1.1 404 Not Found\r\n")) << missing;
 }
 
 }  // namespace
