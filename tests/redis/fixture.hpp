@@ -65,6 +65,7 @@ public:
 
     [[nodiscard]] std::uint16_t port() const { return proxy_->local_endpoint().port(); }
     [[nodiscard]] proxy_server& proxy() { return *proxy_; }
+    [[nodiscard]] boost::asio::any_io_executor executor() { return io_.get_executor(); }
     // f() run on the proxy's thread, waited for: for what may only be read there.
     template <class F>
     auto on_proxy_thread(F f) {

@@ -1,10 +1,13 @@
 // The proxy's own answers and limits, and the RESP parser, against the embedded backend.
 #include <gtest/gtest.h>
 
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/use_future.hpp>
 #include <string>
 
 #include "embedded_backend.hpp"
 #include "fixture.hpp"
+#include "load_generator.hpp"
 
 namespace fairpool::demo::testing {
 namespace {
@@ -106,6 +109,49 @@ TEST(embedded, backend_latency_past_the_request_timeout_gives_a_timeout_and_a_fr
     EXPECT_TRUE(eventually([&] {
         return proxy.proxy().pool_stats().retirements[static_cast<int>(core::retire_reason::dirty)] == 1;
     }));
+}
+
+TEST(embedded, blpop_waits_out_its_timeout_and_replies_the_null_array) {
+    embedded_backend backend;
+    proxy_harness proxy(test_options(backend.endpoint()));
+    client cl(proxy.port());
+    EXPECT_EQ(cl.call({"BLPOP", "empty", "0.010"}).type, resp::type::null);
+    ASSERT_EQ(cl.call({"SET", "s", "v"}).text, "OK");
+    EXPECT_EQ(cl.call({"BLPOP", "empty", "s", "0.010"}).text,
+              "WRONGTYPE Operation against a key holding the wrong kind of value");
+    for (const std::string bad : {"0", "-1", "x", "3601", "1s"}) {
+        const auto r = cl.call({"BLPOP", "empty", bad});
+        EXPECT_EQ(r.type, resp::type::error) << bad;
+        EXPECT_TRUE(r.text.starts_with("ERR timeout is not a number of seconds")) << bad << ": " << r.text;
+    }
+}
+
+// The load with greedy_hold: the greedy tenant's requests are BLPOPs (successes, no
+// counter), the light tenants' INCRs are all counted back.
+TEST(embedded, the_load_with_a_long_holding_greedy_tenant_counts_every_light_increment) {
+    embedded_backend backend;
+    auto options = test_options(backend.endpoint());
+    options.pool.scheduler.max_leases_per_handle = 1;
+    proxy_harness proxy(options);
+    load_options lo;
+    lo.duration = std::chrono::milliseconds(300);
+    lo.greedy_connections = 4;
+    lo.light_tenants = 2;
+    lo.greedy_hold = std::chrono::milliseconds(5);
+    lo.live = false;
+    const auto reports =
+        boost::asio::co_spawn(proxy.executor(), run_load(proxy.proxy(), lo), boost::asio::use_future).get();
+    ASSERT_EQ(reports.size(), 3u);
+    EXPECT_EQ(reports[0].name, "greedy");
+    EXPECT_FALSE(reports[0].counted);
+    EXPECT_GT(reports[0].ok, 0u);
+    EXPECT_EQ(reports[0].errors, 0u);
+    for (std::size_t i = 1; i < reports.size(); ++i) {
+        EXPECT_TRUE(reports[i].counted);
+        EXPECT_GT(reports[i].ok, 0u) << reports[i].name;
+        EXPECT_EQ(reports[i].errors, 0u) << reports[i].name;
+        EXPECT_EQ(reports[i].counter, static_cast<std::int64_t>(reports[i].ok)) << reports[i].name;
+    }
 }
 
 }  // namespace
