@@ -2,6 +2,8 @@
 // https://prometheus.io/docs/instrumenting/exposition_formats/
 #include "fairpool/core/prometheus.hpp"
 
+#include "fairpool/core/detail/prometheus_format.hpp"
+
 #include <array>
 #include <charconv>
 #include <cmath>
@@ -12,6 +14,11 @@ namespace fairpool::core {
 
 namespace {
 
+using detail::append_family;
+using detail::append_label_value;
+using detail::append_seconds_exact;
+using detail::append_u64;
+
 // The histogram's le bounds: core bucket i holds waits in [2^(i-1), 2^i) ns, so the
 // cumulative count up to bucket i is exactly the number of waits <= 2^i - 1 ns. Exposed:
 // i = 0 (le="0": granted without waiting) and i = 10..36 (about 1 us to 69 s), a
@@ -19,45 +26,10 @@ namespace {
 constexpr int first_fine_bucket = 10;
 constexpr int last_fine_bucket = 36;
 
-void append_u64(std::string& out, std::uint64_t value) {
-    char buffer[24];
-    const auto result = std::to_chars(buffer, buffer + sizeof buffer, value);
-    out.append(buffer, result.ptr);
-}
-
-// `ns` nanoseconds as seconds, exact: integer part, then up to nine decimals without
-// trailing zeros (1023 ns -> 0.000001023).
-void append_seconds_exact(std::string& out, std::uint64_t ns) {
-    append_u64(out, ns / 1'000'000'000);
-    std::uint64_t fraction = ns % 1'000'000'000;
-    if (fraction == 0) return;
-    char digits[9];
-    for (int i = 8; i >= 0; --i, fraction /= 10) digits[i] = static_cast<char>('0' + fraction % 10);
-    int length = 9;
-    while (digits[length - 1] == '0') --length;
-    out += '.';
-    out.append(digits, static_cast<std::size_t>(length));
-}
-
 void append_double(std::string& out, double value) {
     char buffer[32];
     const auto result = std::to_chars(buffer, buffer + sizeof buffer, value);
     out.append(buffer, result.ptr);
-}
-
-// Label values escape backslash, double quote and line feed (format 0.0.4).
-void append_label_value(std::string& out, std::string_view value) {
-    for (const char c : value) {
-        if (c == '\\') out += "\\\\";
-        else if (c == '"') out += "\\\"";
-        else if (c == '\n') out += "\\n";
-        else out += c;
-    }
-}
-
-void append_family(std::string& out, std::string_view name, std::string_view type, std::string_view help) {
-    out.append("# HELP ").append(name).append(" ").append(help).append("\n");
-    out.append("# TYPE ").append(name).append(" ").append(type).append("\n");
 }
 
 // name{pool="label"[,key="value"]} — the value follows.

@@ -3,6 +3,8 @@
 // (tools/demo/redis_process.hpp), a blocking RESP client with a receive timeout, and the
 // proxy running on a thread.
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/use_future.hpp>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -63,6 +65,12 @@ public:
 
     [[nodiscard]] std::uint16_t port() const { return proxy_->local_endpoint().port(); }
     [[nodiscard]] proxy_server& proxy() { return *proxy_; }
+    [[nodiscard]] boost::asio::any_io_executor executor() { return io_.get_executor(); }
+    // f() run on the proxy's thread, waited for: for what may only be read there.
+    template <class F>
+    auto on_proxy_thread(F f) {
+        return boost::asio::post(io_, boost::asio::use_future(std::move(f))).get();
+    }
     // proxy_server::close, waited for; idempotent.
     fairpool::close_report close(std::chrono::milliseconds grace = std::chrono::seconds(2));
 

@@ -2,17 +2,12 @@
 #include <gtest/gtest.h>
 
 #include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
-#include <boost/asio/post.hpp>
-#include <boost/asio/read.hpp>
-#include <boost/asio/write.hpp>
+#include <boost/asio/use_future.hpp>
 #include <string>
-#include <thread>
 
 #include "embedded_backend.hpp"
-#include "fairpool/core/prometheus.hpp"
-#include "metrics_http.hpp"
 #include "fixture.hpp"
+#include "load_generator.hpp"
 
 namespace fairpool::demo::testing {
 namespace {
@@ -116,47 +111,47 @@ TEST(embedded, backend_latency_past_the_request_timeout_gives_a_timeout_and_a_fr
     }));
 }
 
-// GET over a blocking loopback socket; the whole response (the server closes after it).
-std::string http_get(std::uint16_t port, const std::string& path) {
-    boost::asio::io_context io;
-    boost::asio::ip::tcp::socket socket(io);
-    socket.connect({boost::asio::ip::address_v4::loopback(), port});
-    boost::asio::write(socket, boost::asio::buffer("GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"));
-    std::string response;
-    boost::system::error_code ec;
-    boost::asio::read(socket, boost::asio::dynamic_buffer(response), ec);  // until the server closes
-    EXPECT_EQ(ec, boost::asio::error::eof);
-    return response;
-}
-
-TEST(embedded, metrics_page_serves_the_pools_counters_in_prometheus_text) {
+TEST(embedded, blpop_waits_out_its_timeout_and_replies_the_null_array) {
     embedded_backend backend;
     proxy_harness proxy(test_options(backend.endpoint()));
     client cl(proxy.port());
-    ASSERT_EQ(cl.call({"INCR", "n"}).integer, 1);
+    EXPECT_EQ(cl.call({"BLPOP", "empty", "0.010"}).type, resp::type::null);
+    ASSERT_EQ(cl.call({"SET", "s", "v"}).text, "OK");
+    EXPECT_EQ(cl.call({"BLPOP", "empty", "s", "0.010"}).text,
+              "WRONGTYPE Operation against a key holding the wrong kind of value");
+    for (const std::string bad : {"0", "-1", "x", "3601", "1s"}) {
+        const auto r = cl.call({"BLPOP", "empty", bad});
+        EXPECT_EQ(r.type, resp::type::error) << bad;
+        EXPECT_TRUE(r.text.starts_with("ERR timeout is not a number of seconds")) << bad << ": " << r.text;
+    }
+}
 
-    boost::asio::io_context io;
-    boost::asio::ip::tcp::acceptor acceptor(io, {boost::asio::ip::address_v4::loopback(), 0});
-    boost::asio::co_spawn(
-        io, serve_metrics(acceptor, [&] { return fairpool::core::prometheus_text(proxy.proxy().pool_stats(), "demo"); }),
-        boost::asio::detached);
-    std::thread server([&io] { io.run(); });
-    const std::uint16_t port = acceptor.local_endpoint().port();
-    const std::string page = http_get(port, "/metrics");
-    const std::string missing = http_get(port, "/other");
-    boost::asio::post(io, [&acceptor] { acceptor.close(); });
-    server.join();
-
-    EXPECT_TRUE(page.starts_with("HTTP/1.1 200 OK\r\n")) << page;
-    EXPECT_NE(page.find("Content-Type: text/plain; version=0.0.4\r\n"), std::string::npos);
-    EXPECT_NE(page.find("\nfairpool_acquires_total{pool=\"demo\"} 1\n"), std::string::npos) << page;
-    const auto head_end = page.find("\r\n\r\n");
-    ASSERT_NE(head_end, std::string::npos);
-    const std::string body = page.substr(head_end + 4);
-    EXPECT_NE(page.find("Content-Length: " + std::to_string(body.size()) + "\r\n"), std::string::npos);
-    // The pool is quiet now: the page is exactly its current counters.
-    EXPECT_EQ(body, fairpool::core::prometheus_text(proxy.proxy().pool_stats(), "demo"));
-    EXPECT_TRUE(missing.starts_with("HTTP/1.1 404 Not Found\r\n")) << missing;
+// The load with greedy_hold: the greedy tenant's requests are BLPOPs (successes, no
+// counter), the light tenants' INCRs are all counted back.
+TEST(embedded, the_load_with_a_long_holding_greedy_tenant_counts_every_light_increment) {
+    embedded_backend backend;
+    auto options = test_options(backend.endpoint());
+    options.pool.scheduler.max_leases_per_handle = 1;
+    proxy_harness proxy(options);
+    load_options lo;
+    lo.duration = std::chrono::milliseconds(300);
+    lo.greedy_connections = 4;
+    lo.light_tenants = 2;
+    lo.greedy_hold = std::chrono::milliseconds(5);
+    lo.live = false;
+    const auto reports =
+        boost::asio::co_spawn(proxy.executor(), run_load(proxy.proxy(), lo), boost::asio::use_future).get();
+    ASSERT_EQ(reports.size(), 3u);
+    EXPECT_EQ(reports[0].name, "greedy");
+    EXPECT_FALSE(reports[0].counted);
+    EXPECT_GT(reports[0].ok, 0u);
+    EXPECT_EQ(reports[0].errors, 0u);
+    for (std::size_t i = 1; i < reports.size(); ++i) {
+        EXPECT_TRUE(reports[i].counted);
+        EXPECT_GT(reports[i].ok, 0u) << reports[i].name;
+        EXPECT_EQ(reports[i].errors, 0u) << reports[i].name;
+        EXPECT_EQ(reports[i].counter, static_cast<std::int64_t>(reports[i].ok)) << reports[i].name;
+    }
 }
 
 }  // namespace

@@ -19,6 +19,8 @@ using asio::ip::tcp;
 
 namespace {
 constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
+// BLPOP's timeout: a decimal number of seconds, above 0 and at most an hour here.
+constexpr double max_blpop_seconds = 3600;
 }
 
 struct embedded_backend::client {
@@ -76,15 +78,16 @@ asio::awaitable<void> embedded_backend::serve(std::shared_ptr<client> c) {
             continue;
         }
         std::string reply;
+        std::chrono::microseconds hold{0};
         if (parsed.status == resp::parse_status::complete) {
             buffer.erase(0, parsed.length);
             const auto args = resp::arguments(parsed.frame);
-            reply = args.empty() ? resp::error("ERR protocol error") : execute(*c, args, quit);
+            reply = args.empty() ? resp::error("ERR protocol error") : execute(*c, args, quit, hold);
         } else {
             reply = resp::error("ERR protocol error"), quit = true;
         }
-        if (options_.latency.count() > 0) {
-            delay.expires_after(options_.latency);
+        if (options_.latency.count() > 0 || hold.count() > 0) {
+            delay.expires_after(options_.latency + hold);
             (void)co_await delay.async_wait(use_tuple);
         }
         auto [ec, n] = co_await asio::async_write(c->socket, asio::buffer(reply), use_tuple);
@@ -96,7 +99,8 @@ asio::awaitable<void> embedded_backend::serve(std::shared_ptr<client> c) {
     --open_;
 }
 
-std::string embedded_backend::execute(client& c, const std::vector<std::string>& args, bool& quit) {
+std::string embedded_backend::execute(client& c, const std::vector<std::string>& args, bool& quit,
+                                      std::chrono::microseconds& hold) {
     const std::string name = resp::upper(args[0]);
     const auto arity = [&](std::size_t n) { return args.size() == n; };
     if (name == "PING") return args.size() > 1 ? resp::bulk(args[1]) : resp::simple("PONG");
@@ -138,6 +142,19 @@ std::string embedded_backend::execute(client& c, const std::vector<std::string>&
                 if (auto other = weak.lock()) list += "id=" + std::to_string(id) + " name=" + other->name + "\n";
             return resp::bulk(list);
         }
+    }
+    if (name == "BLPOP" && args.size() >= 3) {
+        // No lists here: a key holding a string is the wrong type, any other is empty,
+        // so the reply is the null array after the whole timeout.
+        for (std::size_t i = 1; i + 1 < args.size(); ++i)
+            if (data_.contains(args[i])) return resp::error("WRONGTYPE Operation against a key holding the wrong kind of value");
+        const std::string& t = args.back();
+        double seconds = 0;
+        const auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), seconds);
+        if (ec != std::errc{} || end != t.data() + t.size() || !(seconds > 0 && seconds <= max_blpop_seconds))
+            return resp::error("ERR timeout is not a number of seconds in (0, 3600] (0, forever, is not supported)");
+        hold = std::chrono::microseconds(static_cast<std::int64_t>(seconds * 1e6));
+        return "*-1\r\n";
     }
     if (name == "RESET" && arity(1)) {
         c.name.clear();

@@ -1,7 +1,9 @@
 #pragma once
 // A tiny in-process RESP server with an in-memory map, so the demo needs nothing else
-// installed. It speaks PING, ECHO, GET, SET, INCR, DEL, CLIENT ID|LIST|SETNAME, RESET
-// and QUIT, with an optional artificial latency per command (a timer: it never blocks).
+// installed. It speaks PING, ECHO, GET, SET, INCR, DEL, CLIENT ID|LIST|SETNAME, RESET,
+// QUIT and BLPOP (no lists: it waits out its timeout, which must be above 0, and replies
+// the null array), with an optional artificial latency per command (timers: it never
+// blocks).
 // It runs on a thread of its own and listens on 127.0.0.1, on a free port.
 #include <atomic>
 #include <boost/asio/awaitable.hpp>
@@ -38,7 +40,8 @@ private:
     struct client;
     boost::asio::awaitable<void> accept_loop();
     boost::asio::awaitable<void> serve(std::shared_ptr<client> c);
-    std::string execute(client& c, const std::vector<std::string>& args, bool& quit);
+    // The reply; `hold` is how much longer than the latency the reply waits (BLPOP).
+    std::string execute(client& c, const std::vector<std::string>& args, bool& quit, std::chrono::microseconds& hold);
 
     embedded_backend_options options_;
     boost::asio::io_context io_;

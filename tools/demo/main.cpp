@@ -1,7 +1,7 @@
 // fairpool-demo: a pooled Redis proxy (docs/DEMO.md).
 //
 //   fairpool-demo [--backend HOST:PORT] [--listen PORT] [--metrics-port PORT] ...
-//   fairpool-demo --load [--seconds N] [--greedy N] [--light N] [--policy fifo] ...
+//   fairpool-demo --load [--seconds N] [--greedy N] [--light N] [--greedy-hold-ms N] [--tenant-cap N] ...
 #include <unistd.h>
 
 #include <boost/asio/as_tuple.hpp>
@@ -39,8 +39,14 @@ A Redis proxy that shares a fair, bounded pool of backend connections among tena
   --seconds N             length of the load (default 5)
   --greedy N              connections of the greedy tenant (default 32)
   --light N               light tenants, one connection each (default 3)
+  --greedy-hold-ms N      the greedy tenant's requests hold their backend connection N ms
+                          (BLPOP with an N ms timeout on a key nobody writes) instead of
+                          sending INCR (default 0: INCR); below --request-timeout-ms
   --policy P              round_robin (default) or fifo
   --max-slots N           backend connections at most (default 4 with --load, else 8)
+  --tenant-cap N          a tenant holds N backend connections at most (N > 0; the pool's
+                          scheduler.max_leases_per_handle); its further requests wait their
+                          turn while others are served (default: no cap)
   --latency-us N          the embedded backend's latency per command (default 200)
   --request-timeout-ms N  per-request timeout, waiting included (default 1000)
   --max-clients N         client connections at most (default 256)
@@ -69,6 +75,8 @@ struct options {
     unsigned long seconds = 5;
     unsigned long greedy = 32;
     unsigned long light = 3;
+    unsigned long greedy_hold_ms = 0;
+    std::optional<unsigned long> tenant_cap;
     std::string policy = "round_robin";
     std::optional<unsigned long> max_slots;
     unsigned long latency_us = 200;
@@ -114,6 +122,14 @@ std::optional<options> parse(int argc, char** argv) {
             if (!num(o.greedy, 200)) return std::nullopt;
         } else if (a == "--light") {
             if (!num(o.light, 50)) return std::nullopt;
+        } else if (a == "--greedy-hold-ms") {
+            if (!num(o.greedy_hold_ms, 600'000)) return std::nullopt;
+        } else if (a == "--tenant-cap") {
+            if (!parse_number(value(), n, 1024) || n == 0) {
+                std::fprintf(stderr, "fairpool-demo: --tenant-cap needs a number from 1 to 1024\n");
+                return std::nullopt;
+            }
+            o.tenant_cap = n;
         } else if (a == "--policy") {
             o.policy = value();
             if (o.policy != "round_robin" && o.policy != "fifo") {
@@ -156,6 +172,11 @@ std::optional<options> parse(int argc, char** argv) {
             return std::nullopt;
         }
     }
+    if (o.greedy_hold_ms >= o.request_timeout_ms) {
+        std::fprintf(stderr, "fairpool-demo: --greedy-hold-ms must be below --request-timeout-ms (%lu)\n",
+                     o.request_timeout_ms);
+        return std::nullopt;
+    }
     return o;
 }
 
@@ -184,6 +205,7 @@ int main(int argc, char** argv) {
     po.pool.scheduler.check_after_idle = std::uint64_t{o.check_after_idle_ms} * 1'000'000;
     po.pool.scheduler.keepalive_interval = std::uint64_t{o.keepalive_ms} * 1'000'000;
     po.pool.scheduler.reset_on_release = o.reset_on_release;
+    po.pool.scheduler.max_leases_per_handle = o.tenant_cap.value_or(0);
     if (o.record_dir) {
         fairpool::recorder_options ro;
         ro.directory = *o.record_dir;
@@ -206,6 +228,7 @@ int main(int argc, char** argv) {
                 proxy->local_endpoint().address().to_string().c_str(), proxy->local_endpoint().port(),
                 embedded ? "embedded" : "redis", po.backend.address().to_string().c_str(), po.backend.port(),
                 static_cast<unsigned long long>(po.pool.scheduler.max_slots), o.policy.c_str());
+    if (o.tenant_cap) std::printf("fairpool-demo: a tenant holds at most %lu backend connections (--tenant-cap)\n", *o.tenant_cap);
     if (o.check_after_idle_ms > 0 || o.keepalive_ms > 0 || o.reset_on_release)
         std::printf("fairpool-demo: backend health: check (PING) after %lu ms idle, keepalive every %lu ms, reset "
                     "(RESET) on release %s (0: off)\n",
@@ -262,11 +285,14 @@ int main(int argc, char** argv) {
     if (o.load) {
         std::printf("load: tenant greedy with %lu connections, %lu light tenants with 1 each, %lu s, embedded latency %lu us\n",
                     o.greedy, o.light, o.seconds, o.backend ? 0UL : o.latency_us);
+        if (o.greedy_hold_ms > 0)
+            std::printf("load: each greedy request holds its backend connection %lu ms (BLPOP)\n", o.greedy_hold_ms);
         asio::co_spawn(io, [&]() -> asio::awaitable<void> {
             load_options lo;
             lo.duration = std::chrono::seconds(o.seconds);
             lo.greedy_connections = static_cast<int>(o.greedy);
             lo.light_tenants = static_cast<int>(o.light);
+            lo.greedy_hold = std::chrono::milliseconds(o.greedy_hold_ms);
             lo.live = isatty(fileno(stdout)) != 0;
             const auto reports = co_await run_load(*proxy, lo);
             print_reports(stdout, reports);

@@ -1,5 +1,6 @@
 #include "proxy_server.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cctype>
 #include <boost/asio/as_tuple.hpp>
@@ -92,6 +93,9 @@ struct proxy_server::tenant {
     std::string name;
     fairpool::handle<backend_connection> handle;
     std::size_t sessions = 0;
+    // Counted here, around each lease's life in forward(): at most the pool's own count,
+    // which starts at the grant, before, and ends at the release, after.
+    std::uint64_t leases_out = 0, leases_out_max = 0;
 };
 
 struct proxy_server::session {
@@ -239,6 +243,13 @@ asio::awaitable<std::optional<std::string>> proxy_server::forward(session& s, st
     if (acquired.index() == 1) co_return std::nullopt;
     auto [ec, lease] = std::get<0>(std::move(acquired));
     if (ec) co_return acquire_error(ec);
+    struct held {
+        explicit held(tenant& t) : owner(t) { owner.leases_out_max = std::max(owner.leases_out_max, ++owner.leases_out); }
+        held(const held&) = delete;
+        held& operator=(const held&) = delete;
+        ~held() { --owner.leases_out; }
+        tenant& owner;
+    } const count(*s.owner);  // ends before `lease` is released
 
     // On the wire: the reply, the deadline or the client's departure, whichever first.
     asio::steady_timer timer(executor_, deadline);
@@ -287,6 +298,12 @@ std::string proxy_server::acquire_error(boost::system::error_code ec) {
     }
     ++counters_->errors_other;
     return resp::error("ERR shutting down");
+}
+
+std::optional<std::uint64_t> proxy_server::tenant_leases_out_max(std::string_view name) const {
+    const auto it = tenants_.find(name);
+    if (it == tenants_.end()) return std::nullopt;
+    return it->second->leases_out_max;
 }
 
 bool proxy_server::join_tenant(session& s, const std::string& name) {

@@ -30,6 +30,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_set>
 
 #include "backend_connection.hpp"
@@ -93,6 +94,9 @@ public:
         return pool_.recording_status();
     }
     [[nodiscard]] proxy_totals totals() const noexcept;
+    // The most leases a connected tenant has held at once since it joined; nullopt for a
+    // tenant with no client connected. Call it on the executor's thread.
+    [[nodiscard]] std::optional<std::uint64_t> tenant_leases_out_max(std::string_view tenant) const;
     [[nodiscard]] std::size_t clients() const noexcept { return clients_.load(); }
 
 private:

@@ -22,6 +22,8 @@ public:
             case error::busy: return "the pool's mailbox is full";
             case error::timed_out: return "the pool did not close before the deadline";
             case error::not_recording: return "the pool records nothing (pool_options::recording is not set)";
+            case error::bad_size:
+                return "bad pool size: max_slots must be 1..slot_capacity and min_slots at most max_slots";
         }
         return "unknown fairpool error";
     }
@@ -55,6 +57,12 @@ std::optional<std::string> validate(const pool_options& o) {
     if (o.reset_timeout.count() <= 0) return std::string("reset_timeout: must be positive");
     if (o.recording)
         if (auto why = validate(*o.recording)) return "recording." + *why;
+    return std::nullopt;
+}
+
+std::optional<std::string> validate(const handle_options& o) {
+    if (o.weight < 1 || o.weight > core::max_weight)
+        return "weight: must be 1.." + std::to_string(core::max_weight) + ", got " + std::to_string(o.weight);
     return std::nullopt;
 }
 

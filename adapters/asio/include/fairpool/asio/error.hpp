@@ -18,6 +18,7 @@ enum class error {
     busy,           // the mailbox was full: nothing was queued, try again later
     timed_out,      // async_close's deadline passed with work still out
     not_recording,  // dump_recording on a pool without pool_options::recording
+    bad_size,       // pool.resize: max_slots not in 1..slot_capacity, or min_slots above it
 };
 
 [[nodiscard]] const boost::system::error_category& category() noexcept;

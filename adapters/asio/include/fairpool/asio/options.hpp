@@ -51,4 +51,17 @@ struct pool_options {
 // Empty if valid, else "FIELD: why".
 [[nodiscard]] std::optional<std::string> validate(const pool_options& o);
 
+// A handle's settings (pool::make_handle). Its weight and lease cap reach the scheduler
+// with each of its acquires and are taken, as docs/CONTRACT.md decisions 3 and 15 say,
+// from the acquire that makes the handle active (the weight) or known (the cap).
+struct handle_options {
+    std::uint32_t weight = 1;                 // 1..65535: its turn in round robin
+    std::optional<std::uint64_t> max_leases;  // its leases out at once; unset:
+                                              // scheduler.max_leases_per_handle; 0: no cap
+    std::string name;                         // its `tenant` label in Prometheus text ("" = unnamed)
+};
+
+// Empty if valid, else "FIELD: why".
+[[nodiscard]] std::optional<std::string> validate(const handle_options& o);
+
 }  // namespace fairpool

@@ -28,11 +28,14 @@
 #include <memory>
 #include <optional>
 #include <stdexcept>
+#include <string_view>
 
 #include "fairpool/asio/close_report.hpp"
 #include "fairpool/asio/detail/pool_state.hpp"
 #include "fairpool/asio/error.hpp"
 #include "fairpool/asio/fwd.hpp"
+#include "fairpool/asio/handle_observer.hpp"
+#include "fairpool/asio/handle_stats.hpp"
 #include "fairpool/asio/hooks.hpp"
 #include "fairpool/asio/lease.hpp"
 #include "fairpool/asio/options.hpp"
@@ -55,10 +58,10 @@ template <class State>
 struct acquire_initiation {
     template <class Handler>
     void operator()(Handler&& handler, State* state, std::uint64_t handle,
-                    std::shared_ptr<typename State::handle_block> block, core::nanos deadline,
-                    std::uint32_t weight) const {
+                    std::shared_ptr<handle_block> block, core::nanos deadline, std::uint32_t weight,
+                    std::optional<std::uint64_t> max_leases) const {
         state->start_acquire(std::decay_t<Handler>(std::forward<Handler>(handler)), handle, std::move(block),
-                             deadline, weight);
+                             deadline, weight, max_leases);
     }
 };
 
@@ -96,9 +99,29 @@ public:
     pool(executor_type ex, const pool_options& options, create_function create, close_function close = {})
         : pool(std::move(ex), options, hooks_type{.create = std::move(create), .close = std::move(close)}) {}
 
-    // A new handle: the unit of fairness (a tenant, a client connection, a stream).
-    // `weight` (1..65535) is its turn size in round robin.
-    [[nodiscard]] handle_type make_handle(std::uint32_t weight = 1) const { return handle_type(owner_, weight); }
+    // A new handle: the unit of fairness (a tenant, a client connection, a stream), with
+    // its weight (1..65535: its turn size in round robin), its lease cap and its name
+    // (options.hpp). Throws std::invalid_argument for a bad weight (nothing is sent).
+    [[nodiscard]] handle_type make_handle(const handle_options& options) const {
+        if (auto why = validate(options)) throw std::invalid_argument("fairpool::handle_options: " + *why);
+        return handle_type(owner_, options);
+    }
+    [[nodiscard]] handle_type make_handle(std::uint32_t weight = 1) const {
+        handle_options options;
+        options.weight = weight;
+        return make_handle(options);
+    }
+
+    // The pool's sizes from now on (docs/CONTRACT.md decision 16): shrinking retires
+    // surplus idle resources at once and surplus leased ones when they come back;
+    // growing spawns as waiters and min_slots need. Checked here, on the caller's
+    // thread, before anything is sent: error::bad_size unless
+    // 1 <= max_slots <= scheduler.slot_capacity and min_slots <= max_slots; error::closed
+    // once the pool is shutting down. Success: the resize is in the mailbox (never
+    // dropped; a later resize the pool has not yet taken replaces it).
+    [[nodiscard]] boost::system::error_code resize(std::uint64_t max_slots, std::uint64_t min_slots) {
+        return state()->request_resize(max_slots, min_slots);
+    }
 
     // Acquire with a fresh handle of its own.
     template <class Token>
@@ -176,7 +199,7 @@ private:
     auto initiate(core::nanos deadline, Token&& token) {
         return boost::asio::async_initiate<Token, acquire_signature>(detail::acquire_initiation<state_type>{}, token,
                                                                      state(), state()->new_handle_id(), nullptr,
-                                                                     deadline, std::uint32_t{0});
+                                                                     deadline, std::uint32_t{0}, std::nullopt);
     }
 
     template <class Token>
@@ -210,7 +233,7 @@ public:
         if (this != &other) {
             deregister();
             owner_ = std::move(other.owner_), block_ = std::move(other.block_), id_ = other.id_,
-            weight_ = other.weight_;
+            weight_ = other.weight_, max_leases_ = other.max_leases_;
         }
         return *this;
     }
@@ -226,6 +249,7 @@ public:
         block_.reset();
         id_ = 0;
         weight_ = 1;
+        max_leases_.reset();
     }
     [[nodiscard]] explicit operator bool() const noexcept { return owner_ != nullptr; }
 
@@ -242,19 +266,29 @@ public:
 
     [[nodiscard]] std::uint64_t id() const noexcept { return id_; }  // 0 when empty
 
+    // Its statistics since make_handle (handle_stats.hpp), from any thread, without a
+    // lock; all zero when empty. Its name (handle_options::name; "" when empty). An
+    // observer of both that stays valid after the handle is gone (handle_observer.hpp).
+    [[nodiscard]] handle_stats stats() const noexcept { return block_ ? block_->read() : handle_stats{}; }
+    [[nodiscard]] std::string_view name() const noexcept { return block_ ? std::string_view(block_->name) : ""; }
+    [[nodiscard]] handle_observer observer() const noexcept { return handle_observer(block_); }
+
 private:
     friend class pool<Resource, Clock, WaitTraits>;
     using block_type = typename state_type::handle_block;
 
-    handle(std::shared_ptr<owner_type> owner, std::uint32_t weight)
-        : owner_(std::move(owner)), block_(std::make_shared<block_type>()), id_(owner_->state->new_handle_id()),
-          weight_(weight) {}
+    handle(std::shared_ptr<owner_type> owner, const handle_options& options)
+        : owner_(std::move(owner)),
+          block_(std::make_shared<block_type>(options.name)),
+          id_(owner_->state->new_handle_id()),
+          weight_(options.weight),
+          max_leases_(options.max_leases) {}
 
     template <class Token>
     auto initiate(core::nanos deadline, Token&& token) {
         return boost::asio::async_initiate<Token, acquire_signature>(detail::acquire_initiation<state_type>{}, token,
                                                                      owner_->state.get(), id_, block_, deadline,
-                                                                     weight_);
+                                                                     weight_, max_leases_);
     }
     void expect_pool() const {
         if (!owner_)
@@ -271,6 +305,7 @@ private:
     std::shared_ptr<block_type> block_;
     std::uint64_t id_ = 0;
     std::uint32_t weight_ = 1;
+    std::optional<std::uint64_t> max_leases_;
 };
 
 }  // namespace fairpool

@@ -15,6 +15,7 @@
 #include <boost/asio/recycling_allocator.hpp>
 #include <boost/system/error_code.hpp>
 
+#include "fairpool/asio/detail/handle_block.hpp"
 #include "fairpool/core/event.hpp"
 #include <cstdint>
 #include <memory>
@@ -37,15 +38,30 @@ public:
     // handlers), which also breaks the pool ↔ handler reference cycle.
     void abandon() noexcept { abandon_(this); }
 
+    // Its handle's block (null for pool.async_acquire), valid until it is delivered.
+    [[nodiscard]] handle_block* block() const noexcept { return block_; }
+    // On the actor, at its grant: the block's ownership, for the lease's time (the
+    // operation keeps the raw pointer, to count its delivery, which comes before the
+    // lease exists and so before its release).
+    [[nodiscard]] std::shared_ptr<handle_block> take_block_owner() noexcept { return std::move(block_owner_); }
+    void give_block_owner_to(std::shared_ptr<handle_block>& empty) noexcept { empty.swap(block_owner_); }
+    // On the actor: when its acquire reached the scheduler (for the handle's wait).
+    void arrived_at(core::nanos now) noexcept { arrived_ = now; }
+    [[nodiscard]] core::nanos arrived() const noexcept { return arrived_; }
+
 protected:
     using complete_fn = void (*)(acquire_operation*, const boost::system::error_code&, std::uint32_t, std::uint64_t);
     using abandon_fn = void (*)(acquire_operation*) noexcept;
-    acquire_operation(complete_fn c, abandon_fn a) noexcept : complete_(c), abandon_(a) {}
+    acquire_operation(complete_fn c, abandon_fn a, std::shared_ptr<handle_block> block) noexcept
+        : complete_(c), abandon_(a), block_(block.get()), block_owner_(std::move(block)) {}
     ~acquire_operation() = default;
 
 private:
     complete_fn complete_;
     abandon_fn abandon_;
+    handle_block* block_;
+    std::shared_ptr<handle_block> block_owner_;  // until the grant (take_block_owner)
+    core::nanos arrived_ = 0;
 };
 
 // One cached block per operation type and thread, for handlers without an allocator of
@@ -80,8 +96,9 @@ using handler_executor_t = boost::asio::associated_executor_t<Handler, DefaultEx
 template <class Handler>
 using handler_allocator_t = boost::asio::associated_allocator_t<Handler, boost::asio::recycling_allocator<void>>;
 
-// State: the pool's actor type; it provides lease_type, handle_block,
-// make_lease(state, slot, lease) (static) and operation_delivered(block). Handler: void(error_code, lease_type).
+// State: the pool's actor type; it provides lease_type, make_lease(state, slot, lease)
+// (static), operation_delivered(block) and release(slot, lease, outcome). Handler:
+// void(error_code, lease_type).
 // DefaultExecutor: the pool's executor, as the concrete io_context executor when it is
 // one (a work guard and a post through it cost no type erasure), for a handler without
 // an associated executor of its own.
@@ -92,7 +109,7 @@ public:
     using allocator_type = handler_allocator_t<Handler>;
 
     static typed_acquire_operation* create(Handler&& handler, const DefaultExecutor& ex, std::shared_ptr<State> state,
-                                           std::shared_ptr<typename State::handle_block> block) {
+                                           std::shared_ptr<handle_block> block) {
         void* memory = allocate(boost::asio::get_associated_allocator(handler, boost::asio::recycling_allocator<void>()));
         return ::new (memory) typed_acquire_operation(std::move(handler), ex, std::move(state), std::move(block));
     }
@@ -128,16 +145,17 @@ private:
     }
 
     typed_acquire_operation(Handler&& handler, const DefaultExecutor& ex, std::shared_ptr<State> state,
-                            std::shared_ptr<typename State::handle_block> block)
-        : acquire_operation(&typed_acquire_operation::do_complete, &typed_acquire_operation::do_abandon),
+                            std::shared_ptr<handle_block> block)
+        : acquire_operation(&typed_acquire_operation::do_complete, &typed_acquire_operation::do_abandon,
+                            std::move(block)),
           work_(boost::asio::get_associated_executor(handler, ex)),
           handler_(std::move(handler)),
-          state_(std::move(state)),
-          block_(std::move(block)) {}
+          state_(std::move(state)) {}
 
     // The outcome, run on the handler's executor. If that executor's context is
     // destroyed first, the delivery is destroyed without running: the operation and its
-    // handler are freed then, and a granted slot is given back.
+    // handler are freed then, and a granted slot is given back (after the delivery is
+    // counted: the release lets the actor drop the handle's block).
     struct delivery {
         typed_acquire_operation* op;
         boost::system::error_code ec;
@@ -150,9 +168,7 @@ private:
             : op(std::exchange(other.op, nullptr)), ec(other.ec), slot(other.slot), lease(other.lease) {}
         delivery& operator=(delivery&&) = delete;
         ~delivery() {
-            if (op == nullptr) return;
-            if (!ec) op->state_->release(slot, lease, core::release_outcome::clean);
-            op->finish_without_upcall();
+            if (op != nullptr) op->drop_delivery(ec, slot, lease);
         }
 
         using allocator_type = typename typed_acquire_operation::allocator_type;
@@ -169,14 +185,16 @@ private:
                                                                                 boost::asio::recycling_allocator<void>());
             Handler handler(std::move(o->handler_));
             std::shared_ptr<State> state(std::move(o->state_));
-            std::shared_ptr<typename State::handle_block> block(std::move(o->block_));
+            // After a grant the actor owns the block for the lease's time (owner is null).
+            handle_block* block = o->block();
+            std::shared_ptr<handle_block> owner = o->take_block_owner();
             {
                 auto work = std::move(o->work_);
                 o->~typed_acquire_operation();
                 deallocate(alloc, o);
             }
-            state->operation_delivered(block.get());
-            block.reset();
+            state->operation_delivered(block);
+            owner.reset();
             // The operation's reference to the pool moves into the lease; a rejection drops
             // it before the upcall: a handler on a foreign executor (the system executor
             // of use_future, say) may complete after the pool's owner let go of
@@ -188,17 +206,28 @@ private:
         }
     };
 
+    // A delivery destroyed without running (out of line: every delivery's moved-from
+    // copy is destroyed on the round trip's path).
+    [[gnu::noinline]] void drop_delivery(const boost::system::error_code& ec, std::uint32_t slot,
+                                         std::uint64_t lease) noexcept {
+        if (ec) return finish_without_upcall();
+        std::shared_ptr<State> state = state_;
+        finish_without_upcall();
+        state->release(slot, lease, core::release_outcome::clean);
+    }
+
     // Frees the operation and its handler without invoking it.
     void finish_without_upcall() noexcept {
         const allocator_type alloc = boost::asio::get_associated_allocator(handler_, boost::asio::recycling_allocator<void>());
         std::shared_ptr<State> state(std::move(state_));
-        std::shared_ptr<typename State::handle_block> block(std::move(block_));
+        handle_block* block = this->block();
+        std::shared_ptr<handle_block> owner = take_block_owner();
         {
             auto work = std::move(work_);
             this->~typed_acquire_operation();
             deallocate(alloc, this);
         }
-        state->operation_delivered(block.get());
+        state->operation_delivered(block);
     }
 
     static void do_abandon(acquire_operation* base) noexcept {
@@ -220,7 +249,6 @@ private:
     boost::asio::executor_work_guard<executor_type> work_;
     Handler handler_;
     std::shared_ptr<State> state_;
-    std::shared_ptr<typename State::handle_block> block_;  // null for pool.async_acquire
 };
 
 }  // namespace fairpool::detail

@@ -14,13 +14,15 @@ struct acquire_command {
     acquire_operation* operation;
     std::uint64_t waiter;
     std::uint64_t handle;
-    core::nanos deadline;  // core::never: none given
-    std::uint32_t weight;  // 0: none given
+    core::nanos deadline;      // core::never: none given
+    std::uint64_t max_leases;  // its handle's lease cap, if capped (0 = no cap)
+    std::uint32_t weight;      // 0: none given
+    bool capped;               // max_leases given (else the config's max_leases_per_handle)
 };
 
 // Releases, and the results of spawns, checks, resets and retirements: at most one is
 // pending per slot at any time (the slot's state allows one of them at a time), so a
-// queue of max_slots never fills.
+// queue of slot_capacity never fills.
 struct slot_command {
     core::event_kind kind;  // release, spawned, spawn_failed, retired, checked, reset_done
     std::uint32_t slot;

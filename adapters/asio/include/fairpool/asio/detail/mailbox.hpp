@@ -2,17 +2,20 @@
 // The actor's mailbox: fixed-capacity Boost.Lockfree queues, one per kind of command,
 // and the scheduling state that says which kinds are pending and who holds the actor
 // (actor_state.hpp). Commands without a payload (start, shutdown, a timer's expiry) are
-// a pending bit alone.
+// a pending bit alone; a resize is a pending bit and one word of sizes, latest wins (a
+// resize not yet taken by a drain is replaced by a later one: the sizes in force are
+// the last asked for, and nothing can overflow).
 //
 // Capacities, so that a command that cannot be refused never finds its queue full
 // (L = max_waiters + mailbox_capacity, the limit on outstanding acquires, admission):
 //   acquires ..... L
-//   slot events .. max_slots: per slot at most one release, or spawn, check, reset or
-//                  retire result
+//   slot events .. slot_capacity: per slot at most one release, or spawn, check, reset
+//                  or retire result
 //   cancels ...... 2L: each operation sends at most one, and between two drains at most
 //                  L operations end and L begin
 //   deregisters .. 2L: only a handle with an outstanding acquire sends one (same bound)
 #include <boost/lockfree/queue.hpp>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 
@@ -30,12 +33,32 @@ inline constexpr std::uint32_t cancel = 1U << 3;
 inline constexpr std::uint32_t deregister = 1U << 4;
 inline constexpr std::uint32_t shutdown = 1U << 5;
 inline constexpr std::uint32_t tick = 1U << 6;  // the deadline timer expired
+inline constexpr std::uint32_t resize = 1U << 7;
 }  // namespace command_kind
 
+// The sizes of a resize in one word (each at most core::max_slots_limit, and max_slots
+// at least 1: never 0, which means none pending).
+class resize_request {
+public:
+    // A producer, before it announces command_kind::resize.
+    void post(std::uint64_t max_slots, std::uint64_t min_slots) noexcept {
+        word_.store(max_slots << 32 | min_slots, std::memory_order_release);
+    }
+    // The drain: the latest sizes posted and not yet taken, if any.
+    [[nodiscard]] bool take(std::uint64_t& max_slots, std::uint64_t& min_slots) noexcept {
+        const std::uint64_t w = word_.exchange(0, std::memory_order_acquire);
+        max_slots = w >> 32, min_slots = w & 0xffff'ffffU;
+        return w != 0;
+    }
+
+private:
+    std::atomic<std::uint64_t> word_{0};
+};
+
 struct mailbox {
-    mailbox(std::uint32_t acquire_limit, std::uint32_t max_slots)
+    mailbox(std::uint32_t acquire_limit, std::uint32_t slot_capacity)
         : acquires(acquire_limit),
-          slot_events(max_slots),
+          slot_events(slot_capacity),
           cancels(2 * std::size_t{acquire_limit}),
           deregisters(2 * std::size_t{acquire_limit}) {}
 
@@ -47,6 +70,7 @@ struct mailbox {
     queue<slot_command> slot_events;
     queue<std::uint64_t> cancels;      // waiter ids
     queue<std::uint64_t> deregisters;  // handle ids
+    resize_request resize;
 };
 
 }  // namespace fairpool::detail

@@ -39,6 +39,7 @@
 #include <optional>
 #include <span>
 #include <utility>
+#include <vector>
 
 #include "fairpool/asio/detail/acquire_operation.hpp"
 #include "fairpool/asio/detail/closing.hpp"
@@ -47,6 +48,7 @@
 #include "fairpool/asio/detail/operation_table.hpp"
 #include "fairpool/asio/detail/pool_registry.hpp"
 #include "fairpool/asio/detail/flight_recorder.hpp"
+#include "fairpool/asio/detail/handle_block.hpp"
 #include "fairpool/asio/detail/resources.hpp"
 #include "fairpool/asio/detail/stats_board.hpp"
 #include "fairpool/asio/error.hpp"
@@ -75,11 +77,7 @@ public:
     static constexpr std::uint32_t inline_drain_budget = 32;
     static constexpr std::uint32_t posted_drain_budget = 1024;
 
-    // A handle's count of acquires not yet delivered: a destroyed handle sends a
-    // deregistration only while it has one.
-    struct handle_block {
-        std::atomic<std::uint32_t> outstanding{0};
-    };
+    using handle_block = detail::handle_block;
 
     pool_state(executor_type ex, const pool_options& o, hooks_type hooks)
         : options_(checked(o, hooks)),
@@ -88,11 +86,12 @@ public:
           epoch_(Clock::now()),
           core_(options_.scheduler),
           recorder_(options_.recording ? std::make_unique<flight_recorder>(*options_.recording, core_) : nullptr),
+          lease_blocks_(slot_capacity()),
           limit_(static_cast<std::uint32_t>(options_.scheduler.max_waiters) + options_.mailbox_capacity),
-          mailbox_(limit_, options_.scheduler.max_slots),
+          mailbox_(limit_, slot_capacity()),
           operations_(limit_),
           closing_(executor_, stats_),
-          resources_(options_.scheduler.max_slots, std::move(hooks)) {
+          resources_(slot_capacity(), std::move(hooks)) {
         stats_.publish(core_.counters());
     }
 
@@ -148,12 +147,14 @@ public:
 
     // --- Commands, from any thread -------------------------------------------------
 
+    // weight 0: none given; max_leases unset: the config's max_leases_per_handle.
     template <class Handler>
     void start_acquire(Handler handler, std::uint64_t handle, std::shared_ptr<handle_block> block,
-                       core::nanos deadline, std::uint32_t weight) {
+                       core::nanos deadline, std::uint32_t weight, std::optional<std::uint64_t> max_leases) {
         if (outstanding_.fetch_add(1, std::memory_order_acq_rel) >= limit_) {
             outstanding_.fetch_sub(1, std::memory_order_acq_rel);
             busy_rejections_.fetch_add(1, std::memory_order_relaxed);
+            if (block) block->refused_busy();
             auto ex = boost::asio::get_associated_executor(handler, executor_);
             boost::asio::post(ex, boost::asio::append(std::move(handler), make_error_code(error::busy), lease_type()));
             return;
@@ -170,7 +171,8 @@ public:
             using operation = typed_acquire_operation<pool_state, Handler, executor_type>;
             op = operation::create(std::move(handler), executor_, this->shared_from_this(), std::move(block));
         }
-        const acquire_command command{op, waiter, handle, deadline, weight};
+        const acquire_command command{op, waiter, handle, deadline, max_leases.value_or(0), weight,
+                                      max_leases.has_value()};
         if (fed_directly([&] { take_acquire(command); })) return;
         const bool pushed = mailbox_.acquires.bounded_push(command);
         FAIRPOOL_ASSERT(pushed);  // admission keeps at most limit_ in flight
@@ -179,7 +181,7 @@ public:
 
     void release(std::uint32_t slot, std::uint64_t lease, core::release_outcome outcome) noexcept {
         const slot_command command{core::event_kind::release, slot, lease, outcome, true};
-        if (!fed_directly([&] { feed(slot_event(command)); })) push_slot_command(command);
+        if (!fed_directly([&] { feed_slot(command); })) push_slot_command(command);
     }
 
     void deregister(std::uint64_t handle) noexcept {
@@ -188,7 +190,22 @@ public:
         announce(command_kind::deregister);
     }
 
-    void request_shutdown() noexcept { announce(command_kind::shutdown); }
+    void request_shutdown() noexcept {
+        shutting_down_.store(true, std::memory_order_release);
+        announce(command_kind::shutdown);
+    }
+
+    // pool.resize: refused here, on the caller's thread, when the sizes are bad (nothing
+    // is sent) or the pool is shutting down; else in the mailbox, where a later resize
+    // not yet taken replaces it (mailbox.hpp).
+    [[nodiscard]] boost::system::error_code request_resize(std::uint64_t max_slots, std::uint64_t min_slots) noexcept {
+        if (max_slots < 1 || max_slots > slot_capacity() || min_slots > max_slots)
+            return make_error_code(error::bad_size);
+        if (shutting_down_.load(std::memory_order_acquire)) return make_error_code(error::closed);
+        mailbox_.resize.post(max_slots, min_slots);
+        announce(command_kind::resize);
+        return {};
+    }
 
     template <class Handler>
     void start_close(Handler&& handler, std::optional<time_point> deadline) {
@@ -238,6 +255,10 @@ private:
             state->announce(command_kind::cancel);
         }
     };
+
+    [[nodiscard]] std::uint32_t slot_capacity() const noexcept {
+        return static_cast<std::uint32_t>(*options_.scheduler.slot_capacity);  // resolved, at most 65535
+    }
 
     static pool_options checked(const pool_options& o, const hooks_type& hooks) {
         auto why = validate(o);
@@ -380,7 +401,7 @@ private:
         std::uint32_t left = 0;
         if ((kinds & kind::slot_event) != 0) {
             slot_command c;
-            while (budget > 0 && mailbox_.slot_events.pop(c)) --budget, feed(slot_event(c));
+            while (budget > 0 && mailbox_.slot_events.pop(c)) --budget, feed_slot(c);
             if (budget == 0) left |= kind::slot_event;
         }
         if ((kinds & kind::acquire) != 0) {
@@ -403,6 +424,9 @@ private:
                 --budget, take_all_acquires(), feed(core::event::deregister(drain_now_, handle));
             if (budget == 0) left |= kind::deregister;
         }
+        std::uint64_t max_slots = 0, min_slots = 0;
+        if ((kinds & kind::resize) != 0 && mailbox_.resize.take(max_slots, min_slots))
+            feed(core::event::resize(drain_now_, max_slots, min_slots));
         if ((kinds & kind::shutdown) != 0 && !shutdown_fed_) {
             shutdown_fed_ = true;
             feed(core::event::shutdown(drain_now_));
@@ -422,8 +446,12 @@ private:
         if (c.deadline != core::never) deadline = c.deadline;
         std::optional<std::uint64_t> weight;
         if (c.weight != 0) weight = c.weight;
+        std::optional<std::uint64_t> max_leases;
+        if (c.capped) max_leases = c.max_leases;
+        if (handle_block* b = c.operation->block()) b->acquired();
+        c.operation->arrived_at(drain_now_);
         arriving_ = {c.waiter, c.operation};
-        feed(core::event::acquire(drain_now_, c.waiter, c.handle, deadline, weight));
+        feed(core::event::acquire(drain_now_, c.waiter, c.handle, deadline, weight, max_leases));
         if (arriving_.operation != nullptr) operations_.insert(arriving_.waiter, arriving_.operation);
         arriving_.operation = nullptr;
     }
@@ -431,6 +459,18 @@ private:
     [[nodiscard]] acquire_operation* take_operation(std::uint64_t waiter) noexcept {
         if (arriving_.operation != nullptr && arriving_.waiter == waiter) return std::exchange(arriving_.operation, nullptr);
         return operations_.take(waiter);
+    }
+
+    // A slot command fed to the core; a release first counts its lease back to its
+    // handle's block, which the actor held for the lease (perform) and lets go now.
+    void feed_slot(const slot_command& c) {
+        if (c.kind == core::event_kind::release) {
+            if (std::shared_ptr<handle_block>& owner = lease_blocks_[c.slot]) {
+                owner->returned();
+                owner.reset();
+            }
+        }
+        feed(slot_event(c));
     }
 
     [[nodiscard]] core::event slot_event(const slot_command& c) const noexcept {
@@ -475,15 +515,30 @@ private:
         });
     }
 
+    // A grant counts in its handle's block, which the actor then keeps alive for the
+    // lease (lease_blocks_, until its release): moved from the operation, no reference
+    // count changes hands.
     void perform(const core::effect& f) {
-        if (f.kind == core::effect_kind::grant) return take_operation(f.waiter)->complete({}, f.slot, f.lease);
+        if (f.kind == core::effect_kind::grant) {
+            acquire_operation* op = take_operation(f.waiter);
+            if (handle_block* b = op->block()) {
+                b->granted(drain_now_ - op->arrived());
+                op->give_block_owner_to(lease_blocks_[f.slot]);  // empty since the slot's last release
+            }
+            return op->complete({}, f.slot, f.lease);
+        }
         perform_other(f);
     }
 
     [[gnu::noinline]] void perform_other(const core::effect& f) {
         switch (f.kind) {
             case core::effect_kind::grant: break;
-            case core::effect_kind::reject: take_operation(f.waiter)->complete(rejection(f.rejected), 0, 0); break;
+            case core::effect_kind::reject: {
+                acquire_operation* op = take_operation(f.waiter);
+                if (handle_block* b = op->block()) b->rejected(f.rejected);
+                op->complete(rejection(f.rejected), 0, 0);
+                break;
+            }
             case core::effect_kind::spawn:
                 start_outside_actor(this->shared_from_this(), f.slot, &create_resource<pool_state>);
                 break;
@@ -567,6 +622,7 @@ private:
     // Owned by the actor (touched only by the drain holding it).
     core::scheduler core_;
     std::unique_ptr<flight_recorder> recorder_;  // null unless options_.recording
+    std::vector<std::shared_ptr<handle_block>> lease_blocks_;  // per slot: its lease's handle's block, if any
     core::nanos drain_now_ = 0;
     std::optional<core::nanos> armed_;
     struct {
@@ -581,6 +637,7 @@ private:
     // Shared with every thread.
     const std::uint32_t limit_;
     std::atomic<std::uint32_t> outstanding_{0};
+    std::atomic<bool> shutting_down_{false};  // request_shutdown was called
     std::atomic<std::uint64_t> next_waiter_{1};
     std::atomic<std::uint64_t> next_handle_{1};
     std::atomic<std::uint64_t> drains_posted_{0};

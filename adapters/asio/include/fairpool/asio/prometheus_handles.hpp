@@ -1,0 +1,29 @@
+#pragma once
+// Per-handle statistics (handle::stats()) in the Prometheus text exposition format
+// 0.0.4, labelled pool="..",tenant="..": a scrape handler's, never the pool's path (it
+// allocates its output). docs/METRICS.md lists the families.
+//
+//   const fairpool::prometheus_handle handles[] = {{a.name(), a.stats()}, {b.name(), b.stats()}};
+//   std::string body = fairpool::core::prometheus_text(pool.stats(), "db");
+//   fairpool::append_prometheus_handles(body, "db", handles);
+//
+// Each family's # HELP and # TYPE come once, then a sample per handle, every rejection
+// reason listed (zeros included). Tenant names should be distinct within a pool: two
+// handles of one name give two samples of one series, which a scrape must not contain.
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "fairpool/asio/handle_stats.hpp"
+
+namespace fairpool {
+
+struct prometheus_handle {
+    std::string_view tenant;
+    handle_stats stats;
+};
+
+void append_prometheus_handles(std::string& out, std::string_view pool_label,
+                               std::span<const prometheus_handle> handles);
+
+}  // namespace fairpool

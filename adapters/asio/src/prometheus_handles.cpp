@@ -1,0 +1,90 @@
+// Per-handle statistics in the Prometheus text exposition format 0.0.4.
+#include "fairpool/asio/prometheus_handles.hpp"
+
+#include <array>
+#include <cstdint>
+#include <utility>
+
+#include "fairpool/core/detail/prometheus_format.hpp"
+
+namespace fairpool {
+
+namespace {
+
+using core::detail::append_family;
+using core::detail::append_label_value;
+using core::detail::append_seconds_exact;
+using core::detail::append_u64;
+
+// name{pool="..",tenant=".."[,reason=".."]} — the value follows.
+void append_series(std::string& out, std::string_view name, std::string_view pool, std::string_view tenant,
+                   std::string_view reason = {}) {
+    out.append(name).append("{pool=\"");
+    append_label_value(out, pool);
+    out.append("\",tenant=\"");
+    append_label_value(out, tenant);
+    if (!reason.empty()) out.append("\",reason=\"").append(reason);
+    out += "\"} ";
+}
+
+using count_of = std::uint64_t handle_stats::*;
+
+void append_counts(std::string& out, std::string_view pool, std::span<const prometheus_handle> handles,
+                   std::string_view name, std::string_view type, std::string_view help, count_of member) {
+    append_family(out, name, type, help);
+    for (const prometheus_handle& h : handles) {
+        append_series(out, name, pool, h.tenant);
+        append_u64(out, h.stats.*member);
+        out += '\n';
+    }
+}
+
+void append_seconds(std::string& out, std::string_view pool, std::span<const prometheus_handle> handles,
+                    std::string_view name, std::string_view type, std::string_view help, count_of member) {
+    append_family(out, name, type, help);
+    for (const prometheus_handle& h : handles) {
+        append_series(out, name, pool, h.tenant);
+        append_seconds_exact(out, h.stats.*member);
+        out += '\n';
+    }
+}
+
+// The scheduler's reasons in core::reject_reason's order (fairpool_rejections_total's),
+// then the adapter's busy.
+constexpr std::array<std::pair<std::string_view, count_of>, 6> rejection_reasons{{
+    {"saturated", &handle_stats::rejected_saturated},
+    {"timeout", &handle_stats::rejected_timeout},
+    {"cancelled", &handle_stats::rejected_cancelled},
+    {"deregistered", &handle_stats::rejected_deregistered},
+    {"closed", &handle_stats::rejected_closed},
+    {"busy", &handle_stats::rejected_busy},
+}};
+
+}  // namespace
+
+void append_prometheus_handles(std::string& out, std::string_view pool_label,
+                               std::span<const prometheus_handle> handles) {
+    append_counts(out, pool_label, handles, "fairpool_handle_acquires_total", "counter",
+                  "Acquires of the handle that reached the scheduler.", &handle_stats::acquires);
+    append_counts(out, pool_label, handles, "fairpool_handle_grants_total", "counter",
+                  "Acquires of the handle granted a resource.", &handle_stats::grants);
+    constexpr std::string_view rejections = "fairpool_handle_rejections_total";
+    append_family(out, rejections, "counter", "Acquires of the handle rejected, by reason.");
+    for (const prometheus_handle& h : handles)
+        for (const auto& [reason, member] : rejection_reasons) {
+            append_series(out, rejections, pool_label, h.tenant, reason);
+            append_u64(out, h.stats.*member);
+            out += '\n';
+        }
+    append_counts(out, pool_label, handles, "fairpool_handle_leases_out", "gauge",
+                  "Leases of the handle out now.", &handle_stats::leases_out);
+    append_counts(out, pool_label, handles, "fairpool_handle_leases_out_max", "gauge",
+                  "The most leases of the handle out at once.", &handle_stats::leases_out_max);
+    append_seconds(out, pool_label, handles, "fairpool_handle_wait_seconds_total", "counter",
+                   "Time from acquire to grant, summed over the handle's grants.", &handle_stats::wait_total_ns);
+    append_seconds(out, pool_label, handles, "fairpool_handle_wait_seconds_max", "gauge",
+                   "The longest time from acquire to grant of one of the handle's grants.",
+                   &handle_stats::wait_max_ns);
+}
+
+}  // namespace fairpool

@@ -1,0 +1,411 @@
+// Tenant isolation in the adapter (issue 15), on one thread and the manual clock:
+// handle options (weight, max_leases, name) and the config's cap, pool.resize (its
+// checks on the caller's thread, grow and shrink, latest wins, after shutdown), the
+// per-handle statistics and their Prometheus text, and a recording of caps and resizes
+// replayed by fairpool-replay --check.
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <stdexcept>
+#include <string>
+
+#include "fairpool/asio/prometheus_handles.hpp"
+#include "fixture.hpp"
+#include "recording_check.hpp"
+
+namespace fairpool::testing {
+namespace {
+
+using boost::system::error_code;
+
+constexpr auto slots_in = [](const core::stats& s, core::slot_state state) {
+    return s.slots[static_cast<std::size_t>(state)];
+};
+
+handle_options capped(std::uint64_t max_leases, std::string name = {}) {
+    handle_options o;
+    o.max_leases = max_leases;
+    o.name = std::move(name);
+    return o;
+}
+
+class isolation : public adapter {};
+
+// --- Caps ----------------------------------------------------------------------------
+
+TEST_F(isolation, a_capped_handles_second_acquire_queues_until_its_lease_returns_while_another_is_served) {
+    auto pool = make_pool(options(2, 2));
+    settle();
+    auto greedy = pool->make_handle(capped(1));
+    auto light = pool->make_handle();
+    outcome g1, g2, l1;
+    greedy.async_acquire(record(g1));
+    greedy.async_acquire(record(g2));
+    settle();
+    ASSERT_TRUE(g1.lease);
+    EXPECT_FALSE(g2.done) << "granted beyond its cap of 1";
+    EXPECT_EQ(slots_in(pool->stats(), core::slot_state::idle), 1u);  // idle beside it: the cap, not the size
+    EXPECT_EQ(pool->stats().waiters_behind_cap, 1u);
+    EXPECT_EQ(pool->stats().handles_at_cap, 1u);
+    light.async_acquire(record(l1));
+    settle();
+    ASSERT_TRUE(l1.lease) << "the other handle is served from the idle slot";
+    EXPECT_FALSE(g2.done);
+    l1.lease.release();
+    settle();
+    EXPECT_FALSE(g2.done) << "another handle's release does not lift the cap";
+    g1.lease.release();
+    settle();
+    ASSERT_TRUE(g2.lease);
+    EXPECT_EQ(pool->stats().waiters_behind_cap, 0u);
+    EXPECT_EQ(greedy.stats().leases_out_max, 1u);
+}
+
+TEST_F(isolation, the_configs_cap_applies_to_handles_without_options_and_an_option_overrides_it) {
+    auto o = options(3, 3);
+    o.scheduler.max_leases_per_handle = 1;
+    auto pool = make_pool(o);
+    settle();
+    auto plain = pool->make_handle();
+    auto uncapped = pool->make_handle(capped(0));
+    outcome p1, p2, u1, u2;
+    plain.async_acquire(record(p1));
+    plain.async_acquire(record(p2));
+    uncapped.async_acquire(record(u1));
+    uncapped.async_acquire(record(u2));
+    settle();
+    EXPECT_TRUE(p1.lease);
+    EXPECT_FALSE(p2.done) << "the config's max_leases_per_handle=1 does not hold";
+    EXPECT_TRUE(u1.lease);
+    EXPECT_TRUE(u2.lease) << "max_leases=0 is no cap, whatever the config says";
+    p1.lease.release();
+    settle();
+    EXPECT_TRUE(p2.lease);
+}
+
+TEST_F(isolation, a_bad_weight_is_refused_at_make_handle_and_nothing_is_sent) {
+    auto pool = make_pool(options(1, 1));
+    settle();
+    const std::uint64_t fed = pool->commands_fed();
+    for (const std::uint32_t weight : {0U, 65536U}) {
+        handle_options o;
+        o.weight = weight;
+        EXPECT_THROW((void)pool->make_handle(o), std::invalid_argument) << weight;
+        EXPECT_THROW((void)pool->make_handle(weight), std::invalid_argument) << weight;
+    }
+    handle_options heaviest;
+    heaviest.weight = 65535;
+    auto h = pool->make_handle(heaviest);
+    settle();
+    EXPECT_EQ(pool->commands_fed(), fed);
+    outcome o;
+    h.async_acquire(record(o));
+    settle();
+    EXPECT_TRUE(o.lease);
+}
+
+// --- Resize --------------------------------------------------------------------------
+
+TEST_F(isolation, resize_grows_then_shrinks_retiring_idle_slots_at_once_and_leased_ones_when_released) {
+    auto o = options(1, 1);
+    o.scheduler.slot_capacity = 3;
+    auto pool = make_pool(o);
+    settle();
+    ASSERT_FALSE(pool->resize(3, 3));
+    settle();
+    EXPECT_EQ(log_->created, 3);
+    EXPECT_EQ(slots_in(pool->stats(), core::slot_state::idle), 3u);
+    outcome a, b;
+    pool->async_acquire(record(a));
+    pool->async_acquire(record(b));
+    settle();
+    ASSERT_TRUE(a.lease);
+    ASSERT_TRUE(b.lease);
+    ASSERT_FALSE(pool->resize(1, 0));
+    settle();
+    run_due();
+    core::stats s = pool->stats();
+    EXPECT_EQ(s.resizes, 2u);
+    EXPECT_EQ(s.retirements[static_cast<std::size_t>(core::retire_reason::resize)], 1u);  // the idle one
+    EXPECT_EQ(log_->closed, 1);
+    EXPECT_EQ(slots_in(s, core::slot_state::leased), 2u);
+    a.lease.release();  // surplus: retired when it comes back
+    settle();
+    run_due();
+    s = pool->stats();
+    EXPECT_EQ(s.retirements[static_cast<std::size_t>(core::retire_reason::resize)], 2u);
+    EXPECT_EQ(log_->closed, 2);
+    EXPECT_EQ(log_->destroyed, 2);
+    b.lease.release();  // one slot live, as max_slots says: kept
+    settle();
+    s = pool->stats();
+    EXPECT_EQ(s.retirements[static_cast<std::size_t>(core::retire_reason::resize)], 2u);
+    EXPECT_EQ(slots_in(s, core::slot_state::idle), 1u);
+    EXPECT_EQ(slots_in(s, core::slot_state::empty), 2u);
+    EXPECT_EQ(log_->created, 3);
+}
+
+TEST_F(isolation, resize_refuses_bad_sizes_on_the_callers_thread_and_changes_nothing) {
+    auto o = options(2, 1);
+    o.scheduler.slot_capacity = 3;
+    auto pool = make_pool(o);
+    settle();
+    const core::stats before = pool->stats();
+    const std::uint64_t fed = pool->commands_fed();
+    const std::uint64_t posted = pool->drains_posted();
+    for (const auto& [max, min] : {std::pair<std::uint64_t, std::uint64_t>{0, 0}, {4, 0}, {2, 3}, {1, 2},
+                                   {~std::uint64_t{0}, 0}, {1ULL << 32, 0}})
+        EXPECT_EQ(pool->resize(max, min), make_error_code(error::bad_size)) << max << " " << min;
+    settle();
+    EXPECT_EQ(pool->commands_fed(), fed);
+    EXPECT_EQ(pool->drains_posted(), posted) << "a refused resize sent something";
+    EXPECT_EQ(pool->stats(), before);
+    EXPECT_EQ(make_error_code(error::bad_size).message(),
+              "bad pool size: max_slots must be 1..slot_capacity and min_slots at most max_slots");
+    EXPECT_FALSE(pool->resize(3, 3));  // the bounds themselves are fine
+    settle();
+    EXPECT_EQ(pool->stats().resizes, 1u);
+    EXPECT_EQ(log_->created, 3);
+}
+
+TEST_F(isolation, resizes_the_pool_has_not_taken_yet_coalesce_the_latest_winning) {
+    auto o = options(1, 1);
+    o.scheduler.slot_capacity = 4;
+    auto pool = make_pool(o);
+    settle();
+    // From outside the pool's executor: each posts (or finds posted) a drain; none runs yet.
+    ASSERT_FALSE(pool->resize(4, 4));
+    ASSERT_FALSE(pool->resize(2, 2));
+    settle();
+    const core::stats s = pool->stats();
+    EXPECT_EQ(s.resizes, 1u);
+    EXPECT_EQ(log_->created, 2);
+    EXPECT_EQ(slots_in(s, core::slot_state::idle), 2u);
+}
+
+TEST_F(isolation, resize_after_shutdown_is_refused_closed) {
+    auto o = options(1, 1);
+    o.scheduler.slot_capacity = 2;
+    auto pool = make_pool(o);
+    settle();
+    bool closed = false;
+    pool->async_close([&closed](error_code ec, close_report r) { closed = !ec && r.closed; });
+    EXPECT_EQ(pool->resize(2, 2), make_error_code(error::closed));  // shutting down already
+    settle();
+    run_due();
+    EXPECT_TRUE(closed);
+    EXPECT_EQ(pool->resize(1, 0), make_error_code(error::closed));
+    EXPECT_EQ(pool->resize(0, 0), make_error_code(error::bad_size));  // sizes are checked first
+    settle();
+    EXPECT_EQ(pool->stats().resizes, 0u);
+    EXPECT_EQ(log_->created, 1);
+}
+
+// --- Per-handle statistics -------------------------------------------------------------
+
+TEST_F(isolation, handle_stats_count_exactly_a_scripted_sequence) {
+    auto o = options(2, 2);
+    o.scheduler.max_waiters = 1;
+    o.mailbox_capacity = 1;  // two acquires outstanding at most: the third is busy
+    auto pool = make_pool(o);
+    settle();
+    auto t = pool->make_handle(capped(0, "t"));
+    EXPECT_EQ(t.name(), "t");
+    EXPECT_EQ(t.stats(), handle_stats{});
+
+    outcome g1, g2;  // two immediate grants: waits 0, two out
+    t.async_acquire(record(g1));
+    t.async_acquire(record(g2));
+    settle();
+    ASSERT_TRUE(g1.lease && g2.lease);
+    outcome timed;  // queued 10 ms, then timeout
+    t.async_acquire(10ms, record(timed));
+    settle();
+    advance(10ms);
+    EXPECT_EQ(timed.ec, make_error_code(error::timeout));
+    outcome cancelled;  // queued, then cancelled
+    boost::asio::cancellation_signal signal;
+    t.async_acquire(boost::asio::bind_cancellation_slot(signal.slot(), record(cancelled)));
+    settle();
+    signal.emit(boost::asio::cancellation_type::terminal);
+    settle();
+    EXPECT_EQ(cancelled.ec, boost::asio::error::operation_aborted);
+    outcome waited, saturated, busy;  // one queued; one beyond max_waiters; one beyond the mailbox
+    t.async_acquire(record(waited));
+    t.async_acquire(record(saturated));
+    t.async_acquire(record(busy));
+    settle();
+    EXPECT_EQ(saturated.ec, make_error_code(error::saturated));
+    EXPECT_EQ(busy.ec, make_error_code(error::busy));
+    advance(7ms);
+    g1.lease.mark_dirty();
+    g1.lease.release();  // dirty: the slot retires; a fresh one is spawned for the waiter
+    settle();
+    ASSERT_TRUE(waited.lease);
+    handle_stats expected;
+    expected.acquires = 6;  // busy never reached the scheduler
+    expected.grants = 3;
+    expected.rejected_timeout = 1;
+    expected.rejected_cancelled = 1;
+    expected.rejected_saturated = 1;
+    expected.rejected_busy = 1;
+    expected.leases_out = 2;
+    expected.leases_out_max = 2;
+    expected.wait_total_ns = 7'000'000;  // the queued waiter's: from its acquire to the spawn replacing the dirty slot
+    expected.wait_max_ns = 7'000'000;
+    EXPECT_EQ(t.stats(), expected);
+
+    // Deregistered: a queued waiter of the handle, rejected when it goes; its leases
+    // out still count back into its block, read through an observer.
+    outcome orphan;
+    t.async_acquire(record(orphan));
+    settle();
+    const handle_observer watch = t.observer();
+    t.reset();
+    settle();
+    EXPECT_EQ(orphan.ec, make_error_code(error::deregistered));
+    EXPECT_EQ(t.stats(), handle_stats{});  // an empty handle
+    expected.acquires = 7;
+    expected.rejected_deregistered = 1;
+    EXPECT_EQ(watch.stats(), expected);
+    EXPECT_EQ(watch.name(), "t");
+    g2.lease.release();
+    waited.lease.mark_dirty();
+    waited.lease.release();
+    settle();
+    expected.leases_out = 0;
+    EXPECT_EQ(watch.stats(), expected) << "leases that outlived their handle counted back";
+}
+
+TEST_F(isolation, a_lease_outliving_everything_but_its_observer_counts_back) {
+    auto pool = make_pool(options(1, 1));
+    settle();
+    handle_observer watch;
+    test_lease kept;
+    {
+        auto h = pool->make_handle(capped(1, "h"));
+        watch = h.observer();
+        outcome o;
+        h.async_acquire(record(o));
+        settle();
+        kept = std::move(o.lease);
+    }
+    settle();
+    EXPECT_EQ(watch.stats().leases_out, 1u);
+    kept.release();
+    settle();
+    EXPECT_EQ(watch.stats().leases_out, 0u);
+    EXPECT_EQ(watch.stats().leases_out_max, 1u);
+    EXPECT_EQ(watch.stats().grants, 1u);
+}
+
+TEST_F(isolation, the_prometheus_text_of_two_named_handles) {
+    auto pool = make_pool(options(1, 1));
+    settle();
+    auto a = pool->make_handle(capped(1, "alpha"));
+    auto b = pool->make_handle(capped(0, "b\"eta"));
+    outcome a1, b1, b2;
+    a.async_acquire(record(a1));
+    settle();
+    b.async_acquire(record(b1));
+    b.async_acquire(1500ns, record(b2));
+    settle();
+    advance(1500ns);  // b2 times out
+    advance(1s + 250us);
+    a1.lease.release();  // b1 waited 1.0002515 s
+    settle();
+    ASSERT_TRUE(b1.lease);
+    const prometheus_handle handles[] = {{a.name(), a.stats()}, {b.name(), b.stats()}};
+    std::string text;
+    append_prometheus_handles(text, "db", handles);
+    EXPECT_EQ(text, R"(# HELP fairpool_handle_acquires_total Acquires of the handle that reached the scheduler.
+# TYPE fairpool_handle_acquires_total counter
+fairpool_handle_acquires_total{pool="db",tenant="alpha"} 1
+fairpool_handle_acquires_total{pool="db",tenant="b\"eta"} 2
+# HELP fairpool_handle_grants_total Acquires of the handle granted a resource.
+# TYPE fairpool_handle_grants_total counter
+fairpool_handle_grants_total{pool="db",tenant="alpha"} 1
+fairpool_handle_grants_total{pool="db",tenant="b\"eta"} 1
+# HELP fairpool_handle_rejections_total Acquires of the handle rejected, by reason.
+# TYPE fairpool_handle_rejections_total counter
+fairpool_handle_rejections_total{pool="db",tenant="alpha",reason="saturated"} 0
+fairpool_handle_rejections_total{pool="db",tenant="alpha",reason="timeout"} 0
+fairpool_handle_rejections_total{pool="db",tenant="alpha",reason="cancelled"} 0
+fairpool_handle_rejections_total{pool="db",tenant="alpha",reason="deregistered"} 0
+fairpool_handle_rejections_total{pool="db",tenant="alpha",reason="closed"} 0
+fairpool_handle_rejections_total{pool="db",tenant="alpha",reason="busy"} 0
+fairpool_handle_rejections_total{pool="db",tenant="b\"eta",reason="saturated"} 0
+fairpool_handle_rejections_total{pool="db",tenant="b\"eta",reason="timeout"} 1
+fairpool_handle_rejections_total{pool="db",tenant="b\"eta",reason="cancelled"} 0
+fairpool_handle_rejections_total{pool="db",tenant="b\"eta",reason="deregistered"} 0
+fairpool_handle_rejections_total{pool="db",tenant="b\"eta",reason="closed"} 0
+fairpool_handle_rejections_total{pool="db",tenant="b\"eta",reason="busy"} 0
+# HELP fairpool_handle_leases_out Leases of the handle out now.
+# TYPE fairpool_handle_leases_out gauge
+fairpool_handle_leases_out{pool="db",tenant="alpha"} 0
+fairpool_handle_leases_out{pool="db",tenant="b\"eta"} 1
+# HELP fairpool_handle_leases_out_max The most leases of the handle out at once.
+# TYPE fairpool_handle_leases_out_max gauge
+fairpool_handle_leases_out_max{pool="db",tenant="alpha"} 1
+fairpool_handle_leases_out_max{pool="db",tenant="b\"eta"} 1
+# HELP fairpool_handle_wait_seconds_total Time from acquire to grant, summed over the handle's grants.
+# TYPE fairpool_handle_wait_seconds_total counter
+fairpool_handle_wait_seconds_total{pool="db",tenant="alpha"} 0
+fairpool_handle_wait_seconds_total{pool="db",tenant="b\"eta"} 1.0002515
+# HELP fairpool_handle_wait_seconds_max The longest time from acquire to grant of one of the handle's grants.
+# TYPE fairpool_handle_wait_seconds_max gauge
+fairpool_handle_wait_seconds_max{pool="db",tenant="alpha"} 0
+fairpool_handle_wait_seconds_max{pool="db",tenant="b\"eta"} 1.0002515
+)");
+}
+
+// --- Recording -------------------------------------------------------------------------
+
+// Capped handles (an option and the config's), a resize that grows and one that shrinks
+// beside leases out: recorded, replayed in process and by the tool with identical effects.
+TEST_F(isolation, a_recording_with_caps_and_resizes_replays_identically) {
+    scratch_directory dumps;
+    auto o = options(1, 1);
+    o.scheduler.slot_capacity = 3;
+    o.scheduler.max_leases_per_handle = 2;
+    o.recording = whole_test_in_memory();
+    auto pool = make_pool(o);
+    settle();
+    auto capped_one = pool->make_handle(capped(1));
+    auto by_config = pool->make_handle();
+    outcome c1, c2, p1, p2, p3;
+    capped_one.async_acquire(record(c1));
+    capped_one.async_acquire(record(c2));
+    ASSERT_FALSE(pool->resize(3, 2));
+    by_config.async_acquire(record(p1));
+    by_config.async_acquire(record(p2));
+    by_config.async_acquire(record(p3));
+    settle();
+    EXPECT_TRUE(c1.lease && p1.lease && p2.lease);
+    EXPECT_FALSE(c2.done || p3.done);
+    ASSERT_FALSE(pool->resize(1, 0));
+    settle();  // (a drain serves releases before a resize)
+    c1.lease.release();  // surplus: retired; c2 waits for a slot
+    p1.lease.release();
+    settle();
+    run_due();
+    p2.lease.release();
+    settle();
+    run_due();
+    EXPECT_TRUE(c2.lease) << "the capped handle rejoined the rotation first";
+    EXPECT_FALSE(p3.done);
+    const auto dir = dumps / "caps";
+    ASSERT_FALSE(pool->dump_recording(dir));
+    EXPECT_EQ(pool->stats(), counters_of_recording(dir));
+    const auto files = segment_files(dir);
+    ASSERT_EQ(files.size(), 1u);
+    const std::string text = file_text(files.front());
+    for (const char* record : {" resize max_slots=3 min_slots=2", " resize max_slots=1 min_slots=0", "max_leases=1",
+                               "reason=resize", "max_leases_per_handle=2", "slot_capacity=3"})
+        EXPECT_NE(text.find(record), std::string::npos) << "the recording has no " << record;
+    const std::string tool = replay_tool();
+    if (tool.empty()) GTEST_SKIP() << "FAIRPOOL_REPLAY does not name fairpool-replay";
+    expect_replays_identically(tool, files.front());
+}
+
+}  // namespace
+}  // namespace fairpool::testing
