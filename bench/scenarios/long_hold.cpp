@@ -45,6 +45,8 @@ struct tally {
     std::vector<double> held;  // ns inside the windows, per tenant (0: the greedy one)
     double elapsed = 0;        // ns: the windows' length
     std::uint64_t light_grants = 0, greedy_grants = 0;
+    // Over the whole run: the greedy tenant's leases as its workers count them, from a
+    // grant's completion to the release call (never more than the pool counts out).
     int greedy_leases_max = 0;
 };
 
