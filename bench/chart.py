@@ -64,7 +64,7 @@ def main(rows_path, out_path):
         ax.set_title("HikariCP #2192 tail: 4 workers, 2 resources (lower is better)")
 
     ax = axes[1][1]
-    tenants = next((r["scenario"] for r in rows if r["scenario"].startswith("tenants/")), None)
+    tenants = next((r["scenario"] for r in rows if r["scenario"].startswith("tenants/greedy=")), None)
     if tenants:
         bars(ax, ["jain_index", "greedy_share"], lambda m, d: value(rows, tenants, m, d), "index / fraction")
         ax.axhline(1.0, color="black", linewidth=0.5)

@@ -52,8 +52,11 @@ def table(rows):
             line += [fmt(v), "–" if v is None or not fp else f"{v / fp:.2f}"]
         out.append("| " + " | ".join(line) + " |")
     out += ["", "× = baseline ÷ fairpool. For times, waits, counts of allocations, handlers, inversions and "
-            "grants while waiting, and greedy_share, > 1 means fairpool is lower (better); for jain_index, "
-            "grants_light_*, grants and sessions_per_s, < 1 means fairpool is higher (better)."]
+            "grants while waiting, and greedy_share, greedy_held_share and greedy_leases_*, > 1 means fairpool "
+            "is lower (better); for jain_index, grants_light_*, light_held_share*, slots_busy, grants and "
+            "sessions_per_s, < 1 means fairpool is higher (better). greedy_wait_p50 is what the greedy tenant "
+            "pays for the others' turns: neither way is better. Rows NAME/cap=N are fairpool with "
+            "max_leases_per_handle = N, beside NAME's fairpool without a cap."]
     return "\n".join(out)
 
 

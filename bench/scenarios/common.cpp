@@ -13,11 +13,13 @@ namespace fairpool_bench {
 
 std::unique_ptr<fairpool_design::pool_type> fairpool_design::make(asio::io_context& io, std::size_t size,
                                                                   const fairpool::recorder_options* recording,
-                                                                  std::uint64_t check_after_idle) {
+                                                                  std::uint64_t check_after_idle,
+                                                                  std::uint64_t max_leases_per_handle) {
     fairpool::pool_options o;
     o.scheduler.max_slots = static_cast<std::uint32_t>(size);
     o.scheduler.min_slots = static_cast<std::uint32_t>(size);
     o.scheduler.check_after_idle = check_after_idle;
+    o.scheduler.max_leases_per_handle = max_leases_per_handle;
     if (recording != nullptr) o.recording = *recording;
     auto next = std::make_shared<int>(0);
     fairpool::resource_hooks<connection> hooks{

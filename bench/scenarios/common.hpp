@@ -64,11 +64,22 @@ struct fairpool_design {
     using pool_type = fairpool::pool<connection>;
     // check_after_idle > 0: a check hook that answers alive at once, so what is measured
     // is the pool's own cost of a check on checkout, not a backend's round trip.
-    // `recording`: the flight recorder on, with these options.
+    // `recording`: the flight recorder on, with these options. max_leases_per_handle > 0:
+    // every handle capped at that many leases out (core::config, issue 15).
     static std::unique_ptr<pool_type> make(asio::io_context& io, std::size_t size,
                                            const fairpool::recorder_options* recording = nullptr,
-                                           std::uint64_t check_after_idle = 0);
+                                           std::uint64_t check_after_idle = 0, std::uint64_t max_leases_per_handle = 0);
     static auto source(pool_type& p) { return p.make_handle(); }
+};
+
+// fairpool with every handle capped at `Cap` leases out (max_leases_per_handle): a
+// tenant at its cap waits while others are served, even beside an idle slot.
+template <std::uint64_t Cap>
+struct fairpool_capped_design : fairpool_design {
+    static constexpr std::uint64_t cap = Cap;
+    static std::unique_ptr<pool_type> make(asio::io_context& io, std::size_t size) {
+        return fairpool_design::make(io, size, nullptr, 0, Cap);
+    }
 };
 
 // fairpool with the flight recorder on as a production pool would run it: the default

@@ -11,7 +11,8 @@
 // that bolted on through counters, one design at a time. (The core's own benchmarks,
 // bench/core_bench.cpp, are Google Benchmark.)
 //
-// Usage: scenarios [--quick] [--reps N] [--only round_trip|grid|inversions|tail|tenants|recorder]
+// Usage: scenarios [--quick] [--reps N]
+//                  [--only round_trip|grid|inversions|tail|tenants|long_hold|recorder]
 //        scenarios --round-trip-cycles DESIGN N   (only N round trips of one design, no rows:
 //        run under callgrind by bench/round_trip_instructions.py)
 #include <algorithm>
@@ -37,7 +38,9 @@ int main(int argc, char** argv) {
         else if (a == "--round-trip-cycles" && i + 2 < argc)
             return round_trip_cycles(argv[i + 1], std::strtoull(argv[i + 2], nullptr, 10)) ? 0 : 2;
         else {
-            std::fprintf(stderr, "usage: %s [--quick] [--reps N] [--only round_trip|grid|inversions|tail|tenants|recorder]\n",
+            std::fprintf(stderr,
+                         "usage: %s [--quick] [--reps N] "
+                         "[--only round_trip|grid|inversions|tail|tenants|long_hold|recorder]\n",
                          argv[0]);
             return 2;
         }
@@ -49,6 +52,7 @@ int main(int argc, char** argv) {
     if (want("inversions")) scenario_inversions(reps, 10);
     if (want("tail")) scenario_tail(std::min(reps, 3), milliseconds(quick ? 100 : 1000));
     if (want("tenants")) scenario_tenants(reps, milliseconds(quick ? 100 : 300));
+    if (want("long_hold")) scenario_long_hold(reps, milliseconds(quick ? 100 : 500));
     if (want("recorder")) scenario_recorder(reps, quick ? 100'000 : 400'000);
     return 0;
 }

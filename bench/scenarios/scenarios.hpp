@@ -34,4 +34,8 @@ void scenario_tail(int reps, std::chrono::milliseconds duration);
 // One greedy tenant with 20× the demand of 9 light ones: grants per tenant, Jain's index.
 void scenario_tenants(int reps, std::chrono::milliseconds duration);
 
+// One greedy tenant holding 20× longer than 9 light ones, fairpool with and without a
+// lease cap of 1: light waits, shares of held time, the greedy tenant's leases.
+void scenario_long_hold(int reps, std::chrono::milliseconds duration);
+
 }  // namespace fairpool_bench

@@ -11,6 +11,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <tuple>
+#include <type_traits>
+#include <vector>
 
 #include "common.hpp"
 
@@ -58,16 +60,32 @@ asio::awaitable<void> counted_worker(Source& source, int cycles, counted_run& ru
     if (run.workers_left.fetch_sub(1) == 1) run.end = clock_type::now();
 }
 
-// Acquire → hold for `hold` (busy, never suspending) → release → yield, until `stop`;
-// on_grant(wait_ns, overtaken) after each grant, where `overtaken` counts the grants
-// (to any worker) made between this request's start and its own grant: unlike the
-// wait, it does not grow when the OS deschedules a thread, so it shows a pool's
-// unfairness even on a busy machine. The yield stands for a server's I/O between two
-// uses: without it a worker of the blocking pool, which never suspends, would keep its
-// thread.
-template <class Source, class OnGrant>
-asio::awaitable<void> timed_worker(Source& source, std::chrono::nanoseconds hold, const std::atomic<bool>& stop,
-                                   std::atomic<int>& errors, std::atomic<std::uint64_t>& grants, OnGrant on_grant) {
+// How a timed worker holds its lease: busy on its thread, never suspending (a plain
+// std::chrono::nanoseconds), or suspended on a timer (suspended_hold: the lease stays out
+// while the thread serves others, as a server's connection stays out while its query
+// is on the wire).
+struct suspended_hold {
+    std::chrono::nanoseconds duration;
+};
+// The on_release of a run that does not measure how long leases were held.
+struct no_release {
+    template <class... Args>
+    void operator()(Args...) const noexcept {}
+};
+
+// Acquire → hold for `hold` → release → yield, until `stop`; on_grant(wait_ns,
+// overtaken) after each grant, where `overtaken` counts the grants (to any worker) made
+// between this request's start and its own grant: unlike the wait, it does not grow
+// when the OS deschedules a thread, so it shows a pool's unfairness even on a busy
+// machine; on_release(granted, released), the clock at the grant and now, just before
+// each release (unless it is no_release). The yield stands for a server's I/O between
+// two uses: without it a worker of the blocking pool, which never suspends, would keep
+// its thread.
+template <class Source, class Hold, class OnGrant, class OnRelease>
+asio::awaitable<void> timed_worker(Source& source, Hold hold, const std::atomic<bool>& stop,
+                                   std::atomic<int>& errors, std::atomic<std::uint64_t>& grants, OnGrant on_grant,
+                                   OnRelease on_release) {
+    asio::steady_timer timer(co_await asio::this_coro::executor);
     while (!stop.load(std::memory_order_relaxed)) {
         const std::uint64_t g0 = grants.load();
         const auto t0 = clock_type::now();
@@ -78,21 +96,39 @@ asio::awaitable<void> timed_worker(Source& source, std::chrono::nanoseconds hold
         }
         const auto t1 = clock_type::now();
         on_grant(ns_between(t0, t1), grants.fetch_add(1) - g0);
-        spin_for(hold);
+        if constexpr (std::is_same_v<Hold, suspended_hold>) {
+            timer.expires_after(hold.duration);
+            co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
+        } else {
+            spin_for(hold);
+        }
+        if constexpr (!std::is_same_v<OnRelease, no_release>) on_release(t1, clock_type::now());
         lease.release();
         co_await asio::post(co_await asio::this_coro::executor, asio::use_awaitable);
     }
 }
 
+// Source i's on_release(granted, released) for its workers: no_release stays
+// no_release, so the spinning runs read no clock for it.
+template <class OnRelease>
+auto release_callback([[maybe_unused]] OnRelease& on_release, [[maybe_unused]] std::size_t i) {
+    if constexpr (std::is_same_v<OnRelease, no_release>) return no_release{};
+    else
+        return [&on_release, i](clock_type::time_point granted, clock_type::time_point released) {
+            on_release(i, granted, released);
+        };
+}
+
 // One pool of `size` for `duration`: source i (a handle for fairpool, the pool itself
-// for the baselines) runs workers_per_source[i] timed workers; on_grant(i, wait_ns,
-// overtaken) is
-// called from every thread. The asynchronous designs run on 2 threads; the blocking
-// pool gets one thread per worker, the only way it can be used (on 2 threads its
-// workers would never find each other waiting).
-template <class Design, class OnGrant>
-void timed_run(std::size_t size, const std::vector<int>& workers_per_source, std::chrono::nanoseconds hold,
-               std::chrono::milliseconds duration, OnGrant on_grant) {
+// for the baselines) runs workers_per_source[i] timed workers, each holding its leases
+// for hold_per_source[i]; on_grant(i, wait_ns, overtaken) and on_release(i, granted,
+// released) are called from every thread. The asynchronous designs run on 2 threads;
+// the blocking pool gets one thread per worker, the only way it can be used (on 2
+// threads its workers would never find each other waiting; a suspended holder frees
+// its thread, and with one thread per worker a thread is always left to resume it).
+template <class Design, class Hold, class OnGrant, class OnRelease = no_release>
+void timed_run(std::size_t size, const std::vector<int>& workers_per_source, const std::vector<Hold>& hold_per_source,
+               std::chrono::milliseconds duration, OnGrant on_grant, OnRelease on_release = {}) {
     using source_type = decltype(Design::source(std::declval<typename Design::pool_type&>()));
     int workers = 0;
     for (const int w : workers_per_source) workers += w;
@@ -105,14 +141,16 @@ void timed_run(std::size_t size, const std::vector<int>& workers_per_source, std
     std::atomic<bool> stop{false};
     std::atomic<int> errors{0};
     std::atomic<std::uint64_t> grants{0};
-    for (std::size_t i = 0; i < sources.size(); ++i)
+    for (std::size_t i = 0; i < sources.size(); ++i) {
+        const auto released = release_callback(on_release, i);
         for (int w = 0; w < workers_per_source[i]; ++w)
             asio::co_spawn(io,
-                           timed_worker(sources[i], hold, stop, errors, grants,
-                                        [&on_grant, i](std::int64_t wait, std::uint64_t overtaken) {
-                                            on_grant(i, wait, overtaken);
-                                        }),
+                           timed_worker(
+                               sources[i], hold_per_source[i], stop, errors, grants,
+                               [&on_grant, i](std::int64_t wait, std::uint64_t overtaken) { on_grant(i, wait, overtaken); },
+                               released),
                            asio::detached);
+    }
     asio::steady_timer timer(io, duration);
     timer.async_wait([&stop](error_code) { stop = true; });
     run_on(io, threads);
@@ -120,6 +158,14 @@ void timed_run(std::size_t size, const std::vector<int>& workers_per_source, std
         std::fprintf(stderr, "%s: %d errors\n", Design::name, errors.load());
         std::exit(1);
     }
+}
+
+// The same, every source's workers spinning for `hold`, no hold times measured.
+template <class Design, class OnGrant>
+void timed_run(std::size_t size, const std::vector<int>& workers_per_source, std::chrono::nanoseconds hold,
+               std::chrono::milliseconds duration, OnGrant on_grant) {
+    timed_run<Design>(size, workers_per_source, std::vector<std::chrono::nanoseconds>(workers_per_source.size(), hold),
+                      duration, on_grant);
 }
 
 }  // namespace fairpool_bench
