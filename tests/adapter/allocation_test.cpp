@@ -305,6 +305,60 @@ TEST(adapter_allocation, cycles_with_the_flight_recorder_on_allocate_nothing_on_
     if (loop.w.this_thread() != 0) print_captured();
 }
 
+// A handle capped at one lease (max_leases = 1) beside an idle slot: each completion
+// starts the next acquire while it still holds its lease, so that acquire queues behind
+// the cap (the handle leaves the rotation), then releases, which hands the slot to it
+// (the handle rejoins): caps, per-handle statistics and the lease's block kept by the
+// actor, without an allocation.
+struct capped_loop {
+    int_pool::handle_type handle;
+    std::uint64_t done = 0;
+    std::uint64_t errors = 0;
+    std::uint64_t held_beside_cap = 0;  // acquires that found the handle at its cap
+    window w;
+};
+
+struct next_capped_cycle {
+    capped_loop* loop;
+    void operator()(error_code ec, lease<int> l) const {
+        if (ec || !l || *l != 7) ++loop->errors;
+        const std::uint64_t n = ++loop->done;
+        if (n == warm_up) loop->w.open();
+        if (n == warm_up + measured) loop->w.close();
+        if (n < warm_up + measured) {
+            loop->handle.async_acquire(next_capped_cycle{loop});
+            if (loop->handle.stats().leases_out == 1) ++loop->held_beside_cap;
+        }
+        l.release();
+    }
+};
+
+TEST(adapter_allocation, cycles_of_a_capped_handle_queued_behind_its_cap_allocate_nothing_once_warm) {
+    boost::asio::io_context io(1);
+    auto pool = warm_pool(io);
+    capped_loop loop;
+    handle_options capped;
+    capped.max_leases = 1;
+    capped.name = "capped";
+    loop.handle = pool->make_handle(capped);
+    boost::asio::post(io, [&loop] { loop.handle.async_acquire(next_capped_cycle{&loop}); });
+    io.run();
+    ASSERT_EQ(loop.done, warm_up + measured);
+    EXPECT_EQ(loop.errors, 0u);
+    EXPECT_EQ(loop.held_beside_cap, warm_up + measured - 1);
+    const core::stats s = pool->stats();
+    EXPECT_EQ(s.grants_after_wait, warm_up + measured - 1) << "the acquires did not queue behind the cap";
+    EXPECT_EQ(s.spawns, 2u);
+    const handle_stats h = loop.handle.stats();
+    EXPECT_EQ(h.grants, warm_up + measured);
+    EXPECT_EQ(h.leases_out, 0u);
+    EXPECT_EQ(h.leases_out_max, 1u);
+    std::printf("capped handle loop: %llu allocations in %llu warm cycles\n",
+                static_cast<unsigned long long>(loop.w.count()), static_cast<unsigned long long>(measured));
+    EXPECT_EQ(loop.w.count(), 0u);
+    if (loop.w.count() != 0) print_captured();
+}
+
 TEST(adapter_allocation, coroutine_acquire_release_cycles_once_warm) {
     boost::asio::io_context io(1);
     auto pool = warm_pool(io);
