@@ -1,13 +1,17 @@
 #include "fixture.hpp"
 
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include <array>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/use_future.hpp>
+#include <boost/beast/http/parser.hpp>
+#include <charconv>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -17,6 +21,7 @@
 namespace fairpool::demo::testing {
 
 namespace asio = boost::asio;
+namespace http = boost::beast::http;
 using asio::ip::tcp;
 
 std::string redis_server_path() {
@@ -84,6 +89,75 @@ resp::value client::call(const std::vector<std::string>& args) {
     auto reply = receive();
     if (!reply) throw std::runtime_error("connection closed instead of a reply");
     return std::move(*reply);
+}
+
+http_connection::http_connection(std::uint16_t port) : fd_(::socket(AF_INET, SOCK_STREAM, 0)) {
+    if (fd_ < 0) throw std::runtime_error("socket");
+    timeval tv{10, 0};
+    ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(port);
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+        ::close(fd_);
+        throw std::runtime_error("connect");
+    }
+}
+
+http_connection::~http_connection() { ::close(fd_); }
+
+bool http_connection::send(std::string_view bytes) {
+    return ::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(bytes.size());
+}
+
+std::string http_connection::read_until_closed(bool& closed) {
+    std::string out;
+    std::array<char, 4096> chunk;
+    for (;;) {
+        const ssize_t n = ::recv(fd_, chunk.data(), chunk.size(), 0);
+        if (n > 0) {
+            out.append(chunk.data(), static_cast<std::size_t>(n));
+            continue;
+        }
+        closed = n == 0 || errno == ECONNRESET;
+        return out;
+    }
+}
+
+bool http_connection::closed_by_server() {
+    char byte = 0;
+    const ssize_t n = ::recv(fd_, &byte, 1, MSG_DONTWAIT | MSG_PEEK);
+    return n == 0 || (n < 0 && errno == ECONNRESET);
+}
+
+http::response<http::string_body> http_exchange(std::uint16_t port, std::string_view request) {
+    http_connection c(port);
+    EXPECT_TRUE(c.send(request));
+    bool closed = false;
+    const std::string raw = c.read_until_closed(closed);
+    EXPECT_TRUE(closed) << "the server did not close the connection after its response";
+    http::response_parser<http::string_body> parser;
+    parser.eager(true);
+    boost::beast::error_code ec;
+    std::size_t used = 0;
+    while (!ec && !parser.is_done() && used < raw.size())
+        used += parser.put(asio::buffer(raw.data() + used, raw.size() - used), ec);
+    EXPECT_FALSE(ec) << ec.message() << " in: " << raw;
+    EXPECT_TRUE(parser.is_done()) << "not one whole response: " << raw;
+    EXPECT_EQ(used, raw.size()) << "bytes after the response: " << raw;
+    return parser.release();
+}
+
+std::optional<std::uint64_t> prometheus_sample(std::string_view text, std::string_view series) {
+    const std::string line = "\n" + std::string(series) + " ";
+    const auto at = text.find(line);
+    if (at == std::string_view::npos) return std::nullopt;
+    std::uint64_t v = 0;
+    const char* first = text.data() + at + line.size();
+    const auto [end, ec] = std::from_chars(first, text.data() + text.size(), v);
+    if (ec != std::errc{} || end == text.data() + text.size() || *end != '\n') return std::nullopt;
+    return v;
 }
 
 std::vector<client_info> client_list(client& admin) {

@@ -1,15 +1,18 @@
 #pragma once
 // What the redis suite needs: a redis-server child process on a free loopback port
-// (tools/demo/redis_process.hpp), a blocking RESP client with a receive timeout, and the
-// proxy running on a thread.
+// (tools/demo/redis_process.hpp), a blocking RESP client with a receive timeout, the
+// proxy running on a thread, and a blocking HTTP client for the metrics endpoint.
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/use_future.hpp>
+#include <boost/beast/http/message.hpp>
+#include <boost/beast/http/string_body.hpp>
 #include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -47,6 +50,34 @@ private:
     int fd_ = -1;
     std::string buffer_;
 };
+
+// A plain blocking loopback socket for the HTTP tests; a read gives up after 10 s.
+class http_connection {
+public:
+    explicit http_connection(std::uint16_t port);
+    http_connection(const http_connection&) = delete;
+    http_connection& operator=(const http_connection&) = delete;
+    ~http_connection();
+
+    // False once the server has closed its end (the send fails).
+    bool send(std::string_view bytes);
+    // Everything the server sends until it closes; `closed` is false if it did not
+    // close within 10 s.
+    std::string read_until_closed(bool& closed);
+    // Whether the server has closed its end, without waiting.
+    bool closed_by_server();
+
+private:
+    int fd_;
+};
+
+// Sends `request`, reads to the server's close and parses the one response (a gtest
+// failure if the server does not close, or sends anything but one whole response).
+boost::beast::http::response<boost::beast::http::string_body> http_exchange(std::uint16_t port,
+                                                                            std::string_view request);
+
+// A sample's value in Prometheus text: the line `series value`; nullopt if absent.
+[[nodiscard]] std::optional<std::uint64_t> prometheus_sample(std::string_view text, std::string_view series);
 
 // Redis's CLIENT LIST, as (id, cmd) pairs.
 struct client_info {

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "embedded_backend.hpp"
+#include "fairpool/core/prometheus.hpp"
 #include "fixture.hpp"
 #include "load_generator.hpp"
 
@@ -151,6 +152,36 @@ TEST(embedded, the_load_with_a_long_holding_greedy_tenant_counts_every_light_inc
         EXPECT_GT(reports[i].ok, 0u) << reports[i].name;
         EXPECT_EQ(reports[i].errors, 0u) << reports[i].name;
         EXPECT_EQ(reports[i].counter, static_cast<std::int64_t>(reports[i].ok)) << reports[i].name;
+    }
+}
+
+// The /metrics page: the pool's counters, then a series per connected tenant, named by
+// the tenant; a tenant whose last client left has none.
+TEST(embedded, metrics_text_is_the_pools_counters_then_each_connected_tenants) {
+    embedded_backend backend;
+    proxy_harness proxy(test_options(backend.endpoint()));
+    const auto page = [&] { return proxy.on_proxy_thread([&] { return proxy.proxy().metrics_text(); }); };
+    const auto sample = [&](const std::string& text, const std::string& family, const std::string& tenant) {
+        return prometheus_sample(text, family + "{pool=\"demo\",tenant=\"" + tenant + "\"}");
+    };
+    {
+        client alice(proxy.port()), bob(proxy.port());
+        ASSERT_EQ(alice.call({"CLIENT", "SETNAME", "alice"}).text, "OK");
+        ASSERT_EQ(bob.call({"CLIENT", "SETNAME", "bob"}).text, "OK");
+        for (int i = 0; i < 3; ++i) ASSERT_EQ(alice.call({"INCR", "a"}).type, resp::type::integer);
+        ASSERT_EQ(bob.call({"INCR", "b"}).type, resp::type::integer);
+        const std::string text = page();
+        const std::string pool_part = core::prometheus_text(proxy.proxy().pool_stats(), "demo");
+        EXPECT_TRUE(text.starts_with(pool_part)) << text;
+        EXPECT_EQ(sample(text, "fairpool_handle_grants_total", "alice"), 3u) << text;
+        EXPECT_EQ(sample(text, "fairpool_handle_grants_total", "bob"), 1u) << text;
+        EXPECT_EQ(sample(text, "fairpool_handle_leases_out_max", "alice"), 1u) << text;
+        EXPECT_EQ(sample(text, "fairpool_handle_leases_out", "alice"), 0u) << text;
+        EXPECT_FALSE(sample(text, "fairpool_handle_grants_total", "default")) << "no client is tenant default now";
+        alice.close();
+        EXPECT_TRUE(eventually([&] { return !sample(page(), "fairpool_handle_grants_total", "alice"); }))
+            << "alice left: her handle (and series) should be gone";
+        EXPECT_EQ(sample(page(), "fairpool_handle_grants_total", "bob"), 1u);
     }
 }
 

@@ -3,19 +3,23 @@
 // with a 20 ms timeout on a key nobody writes), on 8 connections, beside three light
 // tenants sending INCR on one connection each, over 4 backend connections. With a cap
 // of 2 the greedy tenant never holds more than 2 at once (read while it is still
-// connected), and each light tenant gets all of its requests answered, in order. The
+// connected, from the demo's /metrics: fairpool_handle_leases_out_max of the tenant's
+// handle), and each light tenant gets all of its requests answered, in order. The
 // light tenants' p99 latency with and without the cap is printed, never asserted: timing
 // belongs to bench/run.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
 #include <atomic>
 #include <cstdio>
 #include <thread>
 #include <vector>
 
 #include "fixture.hpp"
+#include "metrics_http.hpp"
 
 namespace fairpool::demo::testing {
 namespace {
@@ -86,10 +90,8 @@ protected:
                 }
             });
         for (auto& t : light) t.join();
-        // Read while every greedy connection is still open (its tenant still known).
-        out.greedy_leases_out_max = proxy.on_proxy_thread([&] {
-            return proxy.proxy().tenant_leases_out_max("greedy").value_or(0);
-        });
+        // Scraped while every greedy connection is still open (its handle still there).
+        out.greedy_leases_out_max = greedy_leases_out_max(proxy);
         stop = true;
         for (auto& t : greedy) t.join();
         out.greedy_requests = greedy_done.load();
@@ -103,6 +105,20 @@ protected:
                                           latencies[static_cast<std::size_t>(l - 1)].end());
         }
         return out;
+    }
+
+    // The demo's /metrics, served on the proxy's thread as fairpool-demo serves it.
+    static std::uint64_t greedy_leases_out_max(proxy_harness& proxy) {
+        boost::asio::ip::tcp::acceptor acceptor(proxy.executor(), {boost::asio::ip::address_v4::loopback(), 0});
+        boost::asio::co_spawn(proxy.executor(),
+                              serve_metrics(acceptor, [&proxy] { return proxy.proxy().metrics_text(); }),
+                              boost::asio::detached);
+        const auto page = http_exchange(acceptor.local_endpoint().port(), "GET /metrics HTTP/1.1\r\n\r\n");
+        proxy.on_proxy_thread([&acceptor] { acceptor.close(); });
+        const auto max =
+            prometheus_sample(page.body(), "fairpool_handle_leases_out_max{pool=\"demo\",tenant=\"greedy\"}");
+        EXPECT_TRUE(max) << "no leases_out_max of tenant greedy in:\n" << page.body();
+        return max.value_or(0);
     }
 
     std::unique_ptr<redis_process> redis_;

@@ -20,7 +20,6 @@
 
 #include "command_line.hpp"
 #include "embedded_backend.hpp"
-#include "fairpool/core/prometheus.hpp"
 #include "load_generator.hpp"
 #include "metrics_http.hpp"
 #include "proxy_server.hpp"
@@ -50,7 +49,8 @@ A Redis proxy that shares a fair, bounded pool of backend connections among tena
   --latency-us N          the embedded backend's latency per command (default 200)
   --request-timeout-ms N  per-request timeout, waiting included (default 1000)
   --max-clients N         client connections at most (default 256)
-  --metrics-port PORT     serve GET /metrics (Prometheus text) on 127.0.0.1:PORT
+  --metrics-port PORT     serve GET /metrics (Prometheus text: the pool's counters and each
+                          connected tenant's, label tenant="NAME") on 127.0.0.1:PORT
   --check-after-idle-ms N PING a backend connection idle N ms or more before it is
                           handed out; a dead one is replaced (default 0: off)
   --keepalive-ms N        PING idle backend connections every N ms, replacing dead ones
@@ -257,8 +257,7 @@ int main(int argc, char** argv) {
     if (o.metrics_port) {
         metrics.emplace(io, tcp::endpoint(asio::ip::address_v4::loopback(), static_cast<std::uint16_t>(*o.metrics_port)));
         std::printf("fairpool-demo: metrics on http://127.0.0.1:%u/metrics\n", metrics->local_endpoint().port());
-        asio::co_spawn(io, serve_metrics(*metrics, [&] { return fairpool::core::prometheus_text(proxy->pool_stats(), "demo"); }),
-                       asio::detached);
+        asio::co_spawn(io, serve_metrics(*metrics, [&] { return proxy->metrics_text(); }), asio::detached);
     }
 
     int status = 0;

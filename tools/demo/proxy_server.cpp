@@ -1,6 +1,5 @@
 #include "proxy_server.hpp"
 
-#include <algorithm>
 #include <array>
 #include <cctype>
 #include <boost/asio/as_tuple.hpp>
@@ -12,6 +11,10 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 #include <variant>
+#include <vector>
+
+#include "fairpool/asio/prometheus_handles.hpp"
+#include "fairpool/core/prometheus.hpp"
 
 namespace fairpool::demo {
 
@@ -93,9 +96,6 @@ struct proxy_server::tenant {
     std::string name;
     fairpool::handle<backend_connection> handle;
     std::size_t sessions = 0;
-    // Counted here, around each lease's life in forward(): at most the pool's own count,
-    // which starts at the grant, before, and ends at the release, after.
-    std::uint64_t leases_out = 0, leases_out_max = 0;
 };
 
 struct proxy_server::session {
@@ -243,13 +243,6 @@ asio::awaitable<std::optional<std::string>> proxy_server::forward(session& s, st
     if (acquired.index() == 1) co_return std::nullopt;
     auto [ec, lease] = std::get<0>(std::move(acquired));
     if (ec) co_return acquire_error(ec);
-    struct held {
-        explicit held(tenant& t) : owner(t) { owner.leases_out_max = std::max(owner.leases_out_max, ++owner.leases_out); }
-        held(const held&) = delete;
-        held& operator=(const held&) = delete;
-        ~held() { --owner.leases_out; }
-        tenant& owner;
-    } const count(*s.owner);  // ends before `lease` is released
 
     // On the wire: the reply, the deadline or the client's departure, whichever first.
     asio::steady_timer timer(executor_, deadline);
@@ -300,17 +293,22 @@ std::string proxy_server::acquire_error(boost::system::error_code ec) {
     return resp::error("ERR shutting down");
 }
 
-std::optional<std::uint64_t> proxy_server::tenant_leases_out_max(std::string_view name) const {
-    const auto it = tenants_.find(name);
-    if (it == tenants_.end()) return std::nullopt;
-    return it->second->leases_out_max;
+std::string proxy_server::metrics_text() const {
+    std::string out = core::prometheus_text(pool_.stats(), metrics_pool_label);
+    std::vector<fairpool::prometheus_handle> handles;
+    handles.reserve(tenants_.size());
+    for (const auto& [name, t] : tenants_) handles.push_back({t->handle.name(), t->handle.stats()});
+    fairpool::append_prometheus_handles(out, metrics_pool_label, handles);
+    return out;
 }
 
 bool proxy_server::join_tenant(session& s, const std::string& name) {
     auto it = tenants_.find(name);
     if (it == tenants_.end()) {
         if (tenants_.size() >= options_.max_tenants) return false;
-        it = tenants_.emplace(name, std::make_unique<tenant>(name, pool_.make_handle())).first;
+        fairpool::handle_options ho;
+        ho.name = name;  // its `tenant` label at /metrics
+        it = tenants_.emplace(name, std::make_unique<tenant>(name, pool_.make_handle(ho))).first;
     }
     s.owner = it->second.get();
     ++s.owner->sessions;

@@ -44,6 +44,8 @@ namespace fairpool::demo {
 // keepalive_interval or reset_on_release turn them on.
 [[nodiscard]] fairpool::pool_options default_proxy_pool_options();
 
+inline constexpr std::string_view metrics_pool_label = "demo";
+
 struct proxy_options {
     boost::asio::ip::tcp::endpoint listen{boost::asio::ip::address_v4::loopback(), 0};
     boost::asio::ip::tcp::endpoint backend;
@@ -94,9 +96,11 @@ public:
         return pool_.recording_status();
     }
     [[nodiscard]] proxy_totals totals() const noexcept;
-    // The most leases a connected tenant has held at once since it joined; nullopt for a
-    // tenant with no client connected. Call it on the executor's thread.
-    [[nodiscard]] std::optional<std::uint64_t> tenant_leases_out_max(std::string_view tenant) const;
+    // The /metrics page: the pool's counters (core::prometheus_text), then each connected
+    // tenant's handle statistics (append_prometheus_handles, label tenant="<name>"), all
+    // with pool="demo". A tenant with no client connected has no handle, and no series.
+    // Call it on the executor's thread.
+    [[nodiscard]] std::string metrics_text() const;
     [[nodiscard]] std::size_t clients() const noexcept { return clients_.load(); }
 
 private:
