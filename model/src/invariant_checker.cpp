@@ -255,7 +255,7 @@ event_error invariant_checker::expected_error(const event& e) const {
         if (e.slot >= slots_.size()) return event_error::bad_slot;
         break;
     case event_kind::resize:
-        if (e.max_slots == 0 || e.max_slots > slots_.size() || e.min_slots > e.max_slots) return event_error::bad_size;
+        if (e.max_slots() == 0 || e.max_slots() > slots_.size() || e.min_slots() > e.max_slots()) return event_error::bad_size;
         break;
     case event_kind::acquire:
         if (e.weight && (*e.weight == 0 || *e.weight > core::max_weight)) return event_error::bad_weight;
@@ -376,7 +376,7 @@ void invariant_checker::begin_event() {
         if (config_.acquire_timeout > 0) deadline = std::min(deadline, saturating_add(e.now, config_.acquire_timeout));
         step_.own = waiter_info{e.waiter, e.handle, ++arrivals_, e.now, deadline};
         // Decision 15: the acquire that makes its handle known sets its cap.
-        known_.try_emplace(e.handle, known_info{e.max_leases.value_or(config_.max_leases_per_handle), 0});
+        known_.try_emplace(e.handle, known_info{e.max_leases().value_or(config_.max_leases_per_handle), 0});
         completed_.erase(e.waiter);  // ids must never be reused; if one is, follow the new request
         // Section 5, "acquire order of checks", on the state after step 2.
         const auto h = handles_.find(e.handle);
@@ -505,7 +505,7 @@ void invariant_checker::begin_event() {
     case event_kind::resize:
         // Decision 16: the new sizes from step 3 on; the retirements it owes are checked
         // as they come (on_retire) and when step 3 ends (end_event).
-        max_slots_ = e.max_slots, min_slots_ = e.min_slots;
+        max_slots_ = e.max_slots(), min_slots_ = e.min_slots();
         break;
     }
 }
