@@ -184,8 +184,8 @@ TEST_F(refusal, ARecordAfterTheEnd) {
 
 TEST_F(refusal, AKindOutOfPlace) {
     valid.insert(valid.end() - 1, snapshot_handle{10, 1, 0});
-    expect_refused(valid.size() - 2, "record out of order: a snapshot lists snapshot, slot, idle, handle, waiter, "
-                                     "counter, wait_bucket, snapshot_end");
+    expect_refused(valid.size() - 2, "record out of order: a snapshot lists snapshot, sizes, slot, idle, handle, "
+                                     "waiter, counter, wait_bucket, snapshot_end");
 }
 
 TEST_F(refusal, SlotIndexBeyondMaxSlots) {

@@ -307,7 +307,7 @@ void scheduler::acquire(const event& e) {
     if (!idle_order_.empty()) {
         // A fresh idle slot means no eligible waiter is queued (step 4): no barging possible.
         if (const std::uint32_t s = grantable_idle_slot(); s != no_index) {
-            FAIRPOOL_DEBUG_ASSERT(eligible_waiters() == 0);
+            FAIRPOOL_ASSERT(eligible_waiters() == 0);
             // Without caps (none so far, none on this acquire) leases are not counted.
             if (!(counting_leases_ | e.has_max_leases)) {  // one test: the round trip's cost
                 ++stats_.grants_immediate;
