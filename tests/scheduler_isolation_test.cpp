@@ -194,6 +194,28 @@ TYPED_TEST(isolation, shutdown_comes_before_the_resize_surplus_and_the_surplus_b
     EXPECT_EQ(s(E::release(6, 0, 2)), (effects{"retire slot=0 reason=shutdown"}));
 }
 
+// The lease count starts mid-run, with leases out, at the first cap: a handle holding
+// an uncounted lease is known by it (its cap stays none), a new one takes the cap;
+// waiters behind the cap are cancelled and time out as usual.
+TYPED_TEST(isolation, lease_counting_starts_mid_run_and_waiters_behind_a_cap_cancel_and_time_out) {
+    auto d = this->warm(this->slots(3, 3));
+    EXPECT_EQ(d(E::acquire(2, 1, 7)), (effects{"grant waiter=1 slot=2 lease=1"}));  // not counted: no cap yet
+    EXPECT_EQ(d(E::acquire(3, 2, 8, {}, {}, 1)), (effects{"grant waiter=2 slot=1 lease=2"}));
+    EXPECT_EQ(d.machine().counters().handles_at_cap, 1u);
+    EXPECT_EQ(d(E::acquire(4, 3, 8)), effects{});  // at its cap beside idle slot 0
+    EXPECT_EQ(d(E::acquire(5, 4, 7, {}, {}, 1)), (effects{"grant waiter=4 slot=0 lease=3"}));  // 7's cap: none
+    EXPECT_EQ(d.machine().counters().handles_at_cap, 1u);
+    EXPECT_EQ(d(E::acquire(6, 5, 8, 10)), effects{});
+    EXPECT_EQ(d.machine().counters().waiters_behind_cap, 2u);
+    EXPECT_EQ(d(E::cancel(7, 3)), (effects{"reject waiter=3 reason=cancelled"}));
+    EXPECT_EQ(d.machine().counters().waiters_behind_cap, 1u);
+    EXPECT_EQ(d.machine().next_deadline(), std::optional<core::nanos>(10));
+    EXPECT_EQ(d(E::tick(10)), (effects{"reject waiter=5 reason=timeout"}));
+    EXPECT_EQ(d.machine().counters().waiters_behind_cap, 0u);
+    EXPECT_EQ(d(E::release(11, 1, 2)), effects{});
+    EXPECT_EQ(d.machine().counters().handles_at_cap, 0u);
+}
+
 // Release rules in order: dirty comes before the resize surplus.
 TYPED_TEST(isolation, dirty_comes_before_the_resize_surplus) {
     auto d = this->warm(this->slots(2, 2));
