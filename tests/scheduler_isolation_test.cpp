@@ -216,6 +216,26 @@ TYPED_TEST(isolation, lease_counting_starts_mid_run_and_waiters_behind_a_cap_can
     EXPECT_EQ(d.machine().counters().handles_at_cap, 0u);
 }
 
+// A weighted front handle reaching its cap mid-turn leaves the rotation at once: the
+// next handle is served, and the capped one rejoins at the back when a lease returns.
+TYPED_TEST(isolation, a_weighted_front_handle_reaching_its_cap_mid_turn_gives_up_the_rest_of_its_turn) {
+    core::config c = this->slots(3, 3);
+    c.max_leases_per_handle = 2;
+    auto d = this->warm(c);
+    EXPECT_EQ(d(E::acquire(2, 1, 1)), (effects{"grant waiter=1 slot=2 lease=1"}));
+    EXPECT_EQ(d(E::acquire(2, 2, 2)), (effects{"grant waiter=2 slot=1 lease=2"}));
+    EXPECT_EQ(d(E::acquire(2, 3, 3)), (effects{"grant waiter=3 slot=0 lease=3"}));
+    EXPECT_EQ(d(E::acquire(3, 4, 7, {}, 3)), effects{});  // handle 7, weight 3, at the front
+    EXPECT_EQ(d(E::acquire(3, 5, 7)), effects{});
+    EXPECT_EQ(d(E::acquire(3, 6, 7)), effects{});
+    EXPECT_EQ(d(E::acquire(3, 7, 8)), effects{});
+    EXPECT_EQ(d(E::release(4, 2, 1)), (effects{"grant waiter=4 slot=2 lease=4"}));
+    EXPECT_EQ(d(E::release(5, 1, 2)), (effects{"grant waiter=5 slot=1 lease=5"}));  // 2 of 3: at its cap
+    EXPECT_EQ(d.machine().counters().waiters_behind_cap, 1u);
+    EXPECT_EQ(d(E::release(6, 0, 3)), (effects{"grant waiter=7 slot=0 lease=6"}));  // not the rest of 7's turn
+    EXPECT_EQ(d(E::release(7, 2, 4)), (effects{"grant waiter=6 slot=2 lease=7"}));  // 7 rejoined
+}
+
 // Release rules in order: dirty comes before the resize surplus.
 TYPED_TEST(isolation, dirty_comes_before_the_resize_surplus) {
     auto d = this->warm(this->slots(2, 2));
