@@ -194,6 +194,110 @@ TYPED_TEST(isolation, shutdown_comes_before_the_resize_surplus_and_the_surplus_b
     EXPECT_EQ(s(E::release(6, 0, 2)), (effects{"retire slot=0 reason=shutdown"}));
 }
 
+// The lease count starts mid-run, with leases out, at the first cap: a handle holding
+// an uncounted lease is known by it (its cap stays none), a new one takes the cap;
+// waiters behind the cap are cancelled and time out as usual.
+TYPED_TEST(isolation, lease_counting_starts_mid_run_and_waiters_behind_a_cap_cancel_and_time_out) {
+    auto d = this->warm(this->slots(3, 3));
+    EXPECT_EQ(d(E::acquire(2, 1, 7)), (effects{"grant waiter=1 slot=2 lease=1"}));  // not counted: no cap yet
+    EXPECT_EQ(d(E::acquire(3, 2, 8, {}, {}, 1)), (effects{"grant waiter=2 slot=1 lease=2"}));
+    EXPECT_EQ(d.machine().counters().handles_at_cap, 1u);
+    EXPECT_EQ(d(E::acquire(4, 3, 8)), effects{});  // at its cap beside idle slot 0
+    EXPECT_EQ(d(E::acquire(5, 4, 7, {}, {}, 1)), (effects{"grant waiter=4 slot=0 lease=3"}));  // 7's cap: none
+    EXPECT_EQ(d.machine().counters().handles_at_cap, 1u);
+    EXPECT_EQ(d(E::acquire(6, 5, 8, 10)), effects{});
+    EXPECT_EQ(d.machine().counters().waiters_behind_cap, 2u);
+    EXPECT_EQ(d(E::cancel(7, 3)), (effects{"reject waiter=3 reason=cancelled"}));
+    EXPECT_EQ(d.machine().counters().waiters_behind_cap, 1u);
+    EXPECT_EQ(d.machine().next_deadline(), std::optional<core::nanos>(10));
+    EXPECT_EQ(d(E::tick(10)), (effects{"reject waiter=5 reason=timeout"}));
+    EXPECT_EQ(d.machine().counters().waiters_behind_cap, 0u);
+    EXPECT_EQ(d(E::release(11, 1, 2)), effects{});
+    EXPECT_EQ(d.machine().counters().handles_at_cap, 0u);
+}
+
+// A weighted front handle reaching its cap mid-turn leaves the rotation at once: the
+// next handle is served, and the capped one rejoins at the back when a lease returns.
+TYPED_TEST(isolation, a_weighted_front_handle_reaching_its_cap_mid_turn_gives_up_the_rest_of_its_turn) {
+    core::config c = this->slots(3, 3);
+    c.max_leases_per_handle = 2;
+    auto d = this->warm(c);
+    EXPECT_EQ(d(E::acquire(2, 1, 1)), (effects{"grant waiter=1 slot=2 lease=1"}));
+    EXPECT_EQ(d(E::acquire(2, 2, 2)), (effects{"grant waiter=2 slot=1 lease=2"}));
+    EXPECT_EQ(d(E::acquire(2, 3, 3)), (effects{"grant waiter=3 slot=0 lease=3"}));
+    EXPECT_EQ(d(E::acquire(3, 4, 7, {}, 3)), effects{});  // handle 7, weight 3, at the front
+    EXPECT_EQ(d(E::acquire(3, 5, 7)), effects{});
+    EXPECT_EQ(d(E::acquire(3, 6, 7)), effects{});
+    EXPECT_EQ(d(E::acquire(3, 7, 8)), effects{});
+    EXPECT_EQ(d(E::release(4, 2, 1)), (effects{"grant waiter=4 slot=2 lease=4"}));
+    EXPECT_EQ(d(E::release(5, 1, 2)), (effects{"grant waiter=5 slot=1 lease=5"}));  // 2 of 3: at its cap
+    EXPECT_EQ(d.machine().counters().waiters_behind_cap, 1u);
+    EXPECT_EQ(d(E::release(6, 0, 3)), (effects{"grant waiter=7 slot=0 lease=6"}));  // not the rest of 7's turn
+    EXPECT_EQ(d(E::release(7, 2, 4)), (effects{"grant waiter=6 slot=2 lease=7"}));  // 7 rejoined
+}
+
+// Release rules in order: dirty comes before the resize surplus.
+TYPED_TEST(isolation, dirty_comes_before_the_resize_surplus) {
+    auto d = this->warm(this->slots(2, 2));
+    EXPECT_EQ(d(E::acquire(2, 1, 7)), (effects{"grant waiter=1 slot=1 lease=1"}));
+    EXPECT_EQ(d(E::acquire(2, 2, 8)), (effects{"grant waiter=2 slot=0 lease=2"}));
+    EXPECT_EQ(d(E::resize(3, 1, 1)), effects{});
+    EXPECT_EQ(d(E::release(4, 1, 1, release_outcome::dirty)), (effects{"retire slot=1 reason=dirty"}));
+    EXPECT_EQ(d.machine().counters().retirements[static_cast<int>(core::retire_reason::resize)], 0u);
+}
+
+// A slot coming back from a check beyond a shrunk size retires `resize` even with a
+// waiter queued; a dead one stays `died`.
+TYPED_TEST(isolation, a_check_passed_beyond_a_shrunk_size_retires_resize_and_a_dead_one_died) {
+    for (const auto outcome : {core::check_outcome::alive, core::check_outcome::dead}) {
+        core::config c = this->slots(2, 2);
+        c.check_after_idle = 10;
+        auto d = this->warm(c);
+        EXPECT_EQ(d(E::acquire(2, 1, 7)), (effects{"grant waiter=1 slot=1 lease=1"}));
+        EXPECT_EQ(d(E::acquire(50, 2, 8)), (effects{"check slot=0"}));
+        EXPECT_EQ(d(E::resize(51, 1, 0)), effects{});  // one leased, one checking: nothing idle to retire
+        EXPECT_EQ(d(E::checked(52, 0, outcome)), (outcome == core::check_outcome::alive
+                                                      ? effects{"retire slot=0 reason=resize"}
+                                                      : effects{"retire slot=0 reason=died"}));
+    }
+}
+
+// A spawn completing beyond a shrunk size retires `resize` even with a waiter queued.
+TYPED_TEST(isolation, a_spawn_completing_beyond_a_shrunk_size_retires_resize) {
+    auto d = this->warm(this->slots(2, 0));
+    EXPECT_EQ(d(E::acquire(2, 1, 7)), (effects{"spawn slot=0"}));
+    EXPECT_EQ(d(E::acquire(2, 2, 8)), (effects{"spawn slot=1"}));
+    EXPECT_EQ(d(E::resize(3, 1, 0)), effects{});
+    EXPECT_EQ(d(E::spawned(4, 0)), (effects{"retire slot=0 reason=resize"}));
+}
+
+// A reset completing beyond a shrunk size retires `resize` even with a waiter queued.
+TYPED_TEST(isolation, a_reset_done_beyond_a_shrunk_size_retires_resize) {
+    core::config c = this->slots(2, 2);
+    c.reset_on_release = true;
+    auto d = this->warm(c);
+    EXPECT_EQ(d(E::acquire(2, 1, 7)), (effects{"grant waiter=1 slot=1 lease=1"}));
+    EXPECT_EQ(d(E::acquire(2, 2, 8)), (effects{"grant waiter=2 slot=0 lease=2"}));
+    EXPECT_EQ(d(E::acquire(2, 3, 9)), effects{});
+    EXPECT_EQ(d(E::release(3, 1, 1)), (effects{"reset slot=1"}));
+    EXPECT_EQ(d(E::resize(4, 1, 0)), effects{});
+    EXPECT_EQ(d(E::reset_done(5, 1, core::reset_outcome::ok)), (effects{"retire slot=1 reason=resize"}));
+}
+
+// A resize while shutting down and after closed is valid and counted, and changes no slot.
+TYPED_TEST(isolation, a_resize_while_shutting_down_and_after_closed_changes_nothing_else) {
+    auto d = this->warm(this->slots(2, 2));
+    EXPECT_EQ(d(E::acquire(2, 1, 7)), (effects{"grant waiter=1 slot=1 lease=1"}));
+    EXPECT_EQ(d(E::shutdown(3)), (effects{"retire slot=0 reason=shutdown"}));
+    EXPECT_EQ(d(E::resize(4, 1, 0)), effects{});
+    EXPECT_EQ(d(E::release(5, 1, 1)), (effects{"retire slot=1 reason=shutdown"}));
+    EXPECT_EQ(d(E::retired(6, 0)), effects{});
+    EXPECT_EQ(d(E::retired(7, 1)), (effects{"closed"}));
+    EXPECT_EQ(d(E::resize(8, 2, 2)), effects{});
+    EXPECT_EQ(d.machine().counters().resizes, 2u);
+    EXPECT_EQ(d.machine().counters().spawns, 2u);
+}
+
 TYPED_TEST(isolation, a_bad_size_changes_nothing) {
     core::config c = this->slots(2, 1);
     c.slot_capacity = 4;
