@@ -1,6 +1,6 @@
 // The scheduler allocates nothing after construction: a global operator new counter
-// stays at zero across one million random steps (and across the copies the property
-// test relies on being allocation-free too, once made).
+// stays at zero across one million random steps, across caps and resizes (and across
+// the copies the property test relies on being allocation-free too, once made).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -91,6 +91,77 @@ TEST(allocation, health_checks_resets_and_jitter_allocate_nothing) {
     c.max_concurrent_checks = 2;
     c.reset_on_release = true;
     EXPECT_EQ(steps_without_allocation(c, 300'000, 11), 0u);
+}
+
+// Caps and resizes (issue 15): acquires with max_leases (the first starts the lease
+// count mid-run when the config has no cap), handles at their cap with waiters behind
+// it, resizes that grow into slot_capacity and shrink (retiring with reason resize).
+struct caps_and_resizes {
+    std::uint64_t allocations = 0, capped_acquires = 0, most_at_cap = 0, most_behind_cap = 0;
+    core::stats counters;
+};
+
+caps_and_resizes caps_and_resizes_run(const core::config& c, std::uint64_t steps, std::uint64_t seed) {
+    core::scheduler s(c, seed);
+    event_generator events(c, steps);
+    seeded_choices choices(seed);
+    caps_and_resizes out;
+    const std::uint64_t capacity = *c.resolved().slot_capacity;
+    std::uint64_t waiter = std::uint64_t{1} << 40;  // above the generator's waiters
+    const std::uint64_t before = allocations.load();
+    for (std::uint64_t i = 0; i < steps; ++i) {
+        core::event e = events.next(s, choices);
+        if (i % 23 == 5 && e.now > 0) {
+            const std::uint64_t max_slots = 1 + choices.pick(capacity);
+            e = core::event::resize(e.now, max_slots, choices.pick(max_slots + 1));
+        } else if (i % 7 == 3 && i > 1000) {  // leases are out by then
+            e = core::event::acquire(e.now, waiter++, 1 + choices.pick(3), {}, {}, 1 + choices.pick(2));
+        }
+        const core::step_result r = s.step(e);
+        if (r.ok() && e.kind == core::event_kind::acquire && e.max_leases().value_or(0) > 0) ++out.capped_acquires;
+        out.most_at_cap = std::max(out.most_at_cap, s.counters().handles_at_cap);
+        out.most_behind_cap = std::max(out.most_behind_cap, s.counters().waiters_behind_cap);
+        events.observe(e, r);
+    }
+    out.allocations = allocations.load() - before;
+    out.counters = s.counters();
+    return out;
+}
+
+void expect_caps_and_resizes_exercised(const caps_and_resizes& run) {
+    EXPECT_EQ(run.allocations, 0u);
+    EXPECT_GT(run.capped_acquires, 1000u);
+    EXPECT_GT(run.most_at_cap, 1u);
+    EXPECT_GT(run.most_behind_cap, 1u);
+    EXPECT_GT(run.counters.resizes, 1000u);
+    EXPECT_GT(run.counters.retirements[static_cast<int>(core::retire_reason::resize)], 100u);
+    EXPECT_GT(run.counters.grants_after_wait, 1000u);
+}
+
+TEST(allocation, caps_and_resizes_allocate_nothing_when_the_lease_count_starts_mid_run) {
+    core::config c;
+    c.max_slots = 4;
+    c.slot_capacity = 10;
+    c.min_slots = 1;
+    c.max_waiters = 64;
+    c.acquire_timeout = 500;
+    c.idle_timeout = 300;
+    c.leak_threshold = 400;
+    expect_caps_and_resizes_exercised(caps_and_resizes_run(c, 200'000, 23));
+}
+
+TEST(allocation, caps_and_resizes_allocate_nothing_with_a_config_cap_and_fifo) {
+    core::config c;
+    c.max_slots = 6;
+    c.slot_capacity = 9;
+    c.max_waiters = 64;
+    c.max_leases_per_handle = 2;
+    c.policy = core::fairness_policy::fifo;
+    c.idle_order = core::idle_order::fifo;
+    c.acquire_timeout = 500;
+    c.check_after_idle = 40;
+    c.reset_on_release = true;
+    expect_caps_and_resizes_exercised(caps_and_resizes_run(c, 200'000, 29));
 }
 
 TEST(allocation, a_copied_scheduler_allocates_nothing_either) {

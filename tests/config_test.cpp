@@ -66,6 +66,31 @@ TEST(config, defaults_are_valid_and_resolve_dependent_fields) {
               "reset_on_release=false max_lifetime_jitter=0 jitter_seed=0");
 }
 
+// max_concurrent_spawns follows slot_capacity (resizes may grow into it), which follows
+// max_slots: a config without slot_capacity resolves as before caps and resizes.
+TEST(config, max_concurrent_spawns_defaults_to_slot_capacity) {
+    config c;
+    c.max_slots = 2;
+    EXPECT_EQ(c.resolved().max_concurrent_spawns, 2u);
+    c.slot_capacity = 6;
+    EXPECT_EQ(c.resolved().max_concurrent_spawns, 6u);
+    c.max_concurrent_spawns = 3;
+    EXPECT_EQ(c.resolved().max_concurrent_spawns, 3u);
+}
+
+TEST(config, slot_capacity_is_refused_below_max_slots_and_above_65535) {
+    config c;
+    c.max_slots = 5;
+    c.slot_capacity = 4;
+    EXPECT_EQ(validate(c), std::optional<std::string>("slot_capacity: 4 is out of range max_slots (5)..65535"));
+    c.slot_capacity = 65536;
+    EXPECT_EQ(validate(c), std::optional<std::string>("slot_capacity: 65536 is out of range max_slots (5)..65535"));
+    c.slot_capacity = 5;
+    EXPECT_EQ(validate(c), std::nullopt);
+    c.slot_capacity = 65535;
+    EXPECT_EQ(validate(c), std::nullopt);
+}
+
 TEST(config, every_field_bound_is_checked_and_named) {
     for (const bound_case& bound : bound_cases()) {
         config good;

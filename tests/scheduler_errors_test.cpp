@@ -175,6 +175,29 @@ TYPED_TEST(errors, not_resetting) {
         this->expect_refused_without_change(this->busy_pool(), e, event_error::not_resetting);
 }
 
+TYPED_TEST(errors, bad_size) {
+    // busy_pool's slot_capacity is its max_slots, 3.
+    for (const E& e : {E::resize(35, 0, 0), E::resize(35, 4, 0), E::resize(35, 2, 3), E::resize(35, UINT64_MAX, 0)})
+        this->expect_refused_without_change(this->busy_pool(), e, event_error::bad_size);
+}
+
+TYPED_TEST(errors, bad_size_comes_after_not_started_and_time_went_backwards) {
+    driver<TypeParam> fresh(core::config{});
+    fresh.refused(E::resize(0, 0, 0), event_error::not_started);
+    auto d = this->busy_pool();
+    d.refused(E::resize(10, 0, 0), event_error::time_went_backwards);
+    d.refused(E::resize(35, 0, 0), event_error::bad_size);
+}
+
+// The largest cap is a cap (the lease count starts) that no handle reaches.
+TYPED_TEST(errors, max_leases_of_2_to_the_64_minus_1_is_accepted) {
+    auto d = this->busy_pool();
+    EXPECT_EQ(d(E::acquire(35, 3, 3, std::nullopt, std::nullopt, UINT64_MAX)), (effects{"spawn slot=2"}));
+    EXPECT_EQ(d(E::spawned(36, 1)), (effects{"grant waiter=2 slot=1 lease=2"}));
+    EXPECT_EQ(d(E::spawned(37, 2)), (effects{"grant waiter=3 slot=2 lease=3"}));
+    EXPECT_EQ(d.machine().counters().handles_at_cap, 0u);
+}
+
 TYPED_TEST(errors, checks_run_in_contract_order) {
     auto d = this->busy_pool();
     d.refused(E::release(10, 9, 9), event_error::time_went_backwards);  // backwards and bad slot: time first

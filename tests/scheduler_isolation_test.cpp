@@ -194,6 +194,68 @@ TYPED_TEST(isolation, shutdown_comes_before_the_resize_surplus_and_the_surplus_b
     EXPECT_EQ(s(E::release(6, 0, 2)), (effects{"retire slot=0 reason=shutdown"}));
 }
 
+// Release rules in order: dirty comes before the resize surplus.
+TYPED_TEST(isolation, dirty_comes_before_the_resize_surplus) {
+    auto d = this->warm(this->slots(2, 2));
+    EXPECT_EQ(d(E::acquire(2, 1, 7)), (effects{"grant waiter=1 slot=1 lease=1"}));
+    EXPECT_EQ(d(E::acquire(2, 2, 8)), (effects{"grant waiter=2 slot=0 lease=2"}));
+    EXPECT_EQ(d(E::resize(3, 1, 1)), effects{});
+    EXPECT_EQ(d(E::release(4, 1, 1, release_outcome::dirty)), (effects{"retire slot=1 reason=dirty"}));
+    EXPECT_EQ(d.machine().counters().retirements[static_cast<int>(core::retire_reason::resize)], 0u);
+}
+
+// A slot coming back from a check beyond a shrunk size retires `resize` even with a
+// waiter queued; a dead one stays `died`.
+TYPED_TEST(isolation, a_check_passed_beyond_a_shrunk_size_retires_resize_and_a_dead_one_died) {
+    for (const auto outcome : {core::check_outcome::alive, core::check_outcome::dead}) {
+        core::config c = this->slots(2, 2);
+        c.check_after_idle = 10;
+        auto d = this->warm(c);
+        EXPECT_EQ(d(E::acquire(2, 1, 7)), (effects{"grant waiter=1 slot=1 lease=1"}));
+        EXPECT_EQ(d(E::acquire(50, 2, 8)), (effects{"check slot=0"}));
+        EXPECT_EQ(d(E::resize(51, 1, 0)), effects{});  // one leased, one checking: nothing idle to retire
+        EXPECT_EQ(d(E::checked(52, 0, outcome)), (outcome == core::check_outcome::alive
+                                                      ? effects{"retire slot=0 reason=resize"}
+                                                      : effects{"retire slot=0 reason=died"}));
+    }
+}
+
+// A spawn completing beyond a shrunk size retires `resize` even with a waiter queued.
+TYPED_TEST(isolation, a_spawn_completing_beyond_a_shrunk_size_retires_resize) {
+    auto d = this->warm(this->slots(2, 0));
+    EXPECT_EQ(d(E::acquire(2, 1, 7)), (effects{"spawn slot=0"}));
+    EXPECT_EQ(d(E::acquire(2, 2, 8)), (effects{"spawn slot=1"}));
+    EXPECT_EQ(d(E::resize(3, 1, 0)), effects{});
+    EXPECT_EQ(d(E::spawned(4, 0)), (effects{"retire slot=0 reason=resize"}));
+}
+
+// A reset completing beyond a shrunk size retires `resize` even with a waiter queued.
+TYPED_TEST(isolation, a_reset_done_beyond_a_shrunk_size_retires_resize) {
+    core::config c = this->slots(2, 2);
+    c.reset_on_release = true;
+    auto d = this->warm(c);
+    EXPECT_EQ(d(E::acquire(2, 1, 7)), (effects{"grant waiter=1 slot=1 lease=1"}));
+    EXPECT_EQ(d(E::acquire(2, 2, 8)), (effects{"grant waiter=2 slot=0 lease=2"}));
+    EXPECT_EQ(d(E::acquire(2, 3, 9)), effects{});
+    EXPECT_EQ(d(E::release(3, 1, 1)), (effects{"reset slot=1"}));
+    EXPECT_EQ(d(E::resize(4, 1, 0)), effects{});
+    EXPECT_EQ(d(E::reset_done(5, 1, core::reset_outcome::ok)), (effects{"retire slot=1 reason=resize"}));
+}
+
+// A resize while shutting down and after closed is valid and counted, and changes no slot.
+TYPED_TEST(isolation, a_resize_while_shutting_down_and_after_closed_changes_nothing_else) {
+    auto d = this->warm(this->slots(2, 2));
+    EXPECT_EQ(d(E::acquire(2, 1, 7)), (effects{"grant waiter=1 slot=1 lease=1"}));
+    EXPECT_EQ(d(E::shutdown(3)), (effects{"retire slot=0 reason=shutdown"}));
+    EXPECT_EQ(d(E::resize(4, 1, 0)), effects{});
+    EXPECT_EQ(d(E::release(5, 1, 1)), (effects{"retire slot=1 reason=shutdown"}));
+    EXPECT_EQ(d(E::retired(6, 0)), effects{});
+    EXPECT_EQ(d(E::retired(7, 1)), (effects{"closed"}));
+    EXPECT_EQ(d(E::resize(8, 2, 2)), effects{});
+    EXPECT_EQ(d.machine().counters().resizes, 2u);
+    EXPECT_EQ(d.machine().counters().spawns, 2u);
+}
+
 TYPED_TEST(isolation, a_bad_size_changes_nothing) {
     core::config c = this->slots(2, 1);
     c.slot_capacity = 4;

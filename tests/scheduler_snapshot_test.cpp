@@ -184,8 +184,50 @@ TEST_F(refusal, ARecordAfterTheEnd) {
 
 TEST_F(refusal, AKindOutOfPlace) {
     valid.insert(valid.end() - 1, snapshot_handle{10, 1, 0});
-    expect_refused(valid.size() - 2, "record out of order: a snapshot lists snapshot, slot, idle, handle, waiter, "
-                                     "counter, wait_bucket, snapshot_end");
+    expect_refused(valid.size() - 2, "record out of order: a snapshot lists snapshot, sizes, slot, idle, handle, "
+                                     "waiter, counter, wait_bucket, snapshot_end");
+}
+
+// The new fields of caps and resizes (issue 15): the sizes record, a slot's handle,
+// a handle's max_leases. The fixture's config has max_slots=5 = slot_capacity.
+TEST_F(refusal, SizesOutOfRange) {
+    valid.insert(valid.begin() + 1, snapshot_sizes{6, 0});
+    expect_refused(1, "sizes max_slots=6 min_slots=0: not 1..slot_capacity and 0..max_slots");
+    valid[1] = snapshot_sizes{0, 0};
+    expect_refused(1, "sizes max_slots=0 min_slots=0: not 1..slot_capacity and 0..max_slots");
+    valid[1] = snapshot_sizes{2, 3};
+    expect_refused(1, "sizes max_slots=2 min_slots=3: not 1..slot_capacity and 0..max_slots");
+}
+
+TEST_F(refusal, SizesEqualToTheConfigs) {
+    valid.insert(valid.begin() + 1, snapshot_sizes{5, 0});
+    expect_refused(1, "sizes: the config's sizes are not written");
+}
+
+TEST_F(refusal, SizesAfterTheSlots) {
+    valid.insert(valid.begin() + 2, snapshot_sizes{4, 0});
+    expect_refused(2, "record out of order: a snapshot lists snapshot, sizes, slot, idle, handle, waiter, counter, "
+                      "wait_bucket, snapshot_end");
+}
+
+TEST_F(refusal, AHandleOnASlotThatIsNotLeased) {
+    nth<snapshot_slot>(1).handle = 7;  // checking
+    expect_refused(index_of(nth<snapshot_slot>(1)), "slot 1: a field its state does not use is not its default");
+}
+
+// The lease count follows the slots' handles: handle 8 holds slot 0's lease, so at its
+// max_leases=1 it is outside the rotation, and handle 9 (in it) cannot come after it.
+TEST_F(refusal, AHandleAtItsCapByTheSlotsHandlesListedInTheRotation) {
+    nth<snapshot_slot>(0).handle = 8;
+    nth<snapshot_handle>(0).max_leases = 1;
+    expect_refused(index_of(nth<snapshot_handle>(1)),
+                   "handle id=9: waiters below its cap, listed after a handle outside the rotation");
+}
+
+TEST_F(refusal, AMaxLeasesOnAHandleWithoutWaitersOrLeases) {
+    valid.insert(valid.begin() + static_cast<std::ptrdiff_t>(index_of(nth<snapshot_handle>(1))) + 1,
+                 snapshot_handle{20, 1, 0, 2});
+    expect_refused(index_of(snapshot_handle{20, 1, 0, 2}), "handle id=20: a cap without waiters or leases");
 }
 
 TEST_F(refusal, SlotIndexBeyondMaxSlots) {

@@ -355,6 +355,42 @@ TEST(trace_read, any_weight_is_left_to_the_core) {
               event::acquire(1, 1, 1, {}, 65536));
 }
 
+// The event holds a weight in 32 bits: a larger one saturates at 2^32-1, so that it stays
+// out of range (bad_weight) instead of wrapping into it (2^32+1 would truncate to 1).
+TEST(trace_read, a_weight_past_32_bits_saturates_and_stays_bad_weight) {
+    for (const char* w : {"4294967297", "4294967296", "18446744073709551615"}) {
+        SCOPED_TRACE(w);
+        const trace t = parsed(head + "@0 start\n@1 acquire waiter=1 handle=1 weight=" + w + "\n");
+        const event& e = t.steps.at(1).event;
+        EXPECT_EQ(e.weight, std::optional<std::uint32_t>(UINT32_MAX));
+        core::scheduler s{core::config{}};
+        EXPECT_TRUE(s.step(t.steps.at(0).event).ok());
+        EXPECT_EQ(s.step(e).error, event_error::bad_weight);
+    }
+    EXPECT_EQ(event::acquire(1, 1, 1, {}, (std::uint64_t{1} << 32) + 1).weight,
+              std::optional<std::uint32_t>(UINT32_MAX));
+    EXPECT_EQ(event::acquire(1, 1, 1, {}, UINT32_MAX - 1).weight, std::optional<std::uint32_t>(UINT32_MAX - 1));
+}
+
+// Max_leases and a resize's sizes share the event's words: each reads back as written,
+// up to 2^64-1, and an acquire without max_leases reads back without it.
+TEST(trace_read, max_leases_and_resize_sizes_read_back_in_full) {
+    const trace t = parsed(head + "@1 acquire waiter=1 handle=2 max_leases=18446744073709551615\n"
+                                  "@2 acquire waiter=3 handle=4 max_leases=0\n@3 acquire waiter=5 handle=6\n"
+                                  "@4 resize max_slots=18446744073709551615 min_slots=18446744073709551614\n");
+    EXPECT_EQ(t.steps.at(0).event.max_leases(), std::optional<std::uint64_t>(UINT64_MAX));
+    EXPECT_EQ(t.steps.at(0).event, event::acquire(1, 1, 2, {}, {}, UINT64_MAX));
+    EXPECT_EQ(t.steps.at(1).event.max_leases(), std::optional<std::uint64_t>(0));
+    EXPECT_EQ(t.steps.at(2).event.max_leases(), std::nullopt);
+    EXPECT_EQ(t.steps.at(3).event.max_slots(), UINT64_MAX);
+    EXPECT_EQ(t.steps.at(3).event.min_slots(), UINT64_MAX - 1);
+    EXPECT_EQ(t.steps.at(3).event, event::resize(4, UINT64_MAX, UINT64_MAX - 1));
+    const std::string text = written(t);
+    EXPECT_EQ(text.substr(text.find('@')), "@1 acquire waiter=1 handle=2 max_leases=18446744073709551615\n"
+                                           "@2 acquire waiter=3 handle=4 max_leases=0\n@3 acquire waiter=5 handle=6\n"
+                                           "@4 resize max_slots=18446744073709551615 min_slots=18446744073709551614\n");
+}
+
 TEST(trace_read, events_without_effects_are_valid_input) {
     const trace t = parsed(head + "@0 start\n@1 acquire waiter=1 handle=1\n@2 shutdown\n");
     ASSERT_EQ(t.steps.size(), 3u);

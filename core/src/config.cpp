@@ -5,8 +5,8 @@ namespace fairpool::core {
 config config::resolved() const {
     config c = *this;
     if (!c.max_waiters_per_handle) c.max_waiters_per_handle = c.max_waiters;
-    if (!c.max_concurrent_spawns) c.max_concurrent_spawns = c.max_slots;
     if (!c.slot_capacity) c.slot_capacity = c.max_slots;
+    if (!c.max_concurrent_spawns) c.max_concurrent_spawns = c.slot_capacity;
     return c;
 }
 

@@ -167,7 +167,8 @@ event_error scheduler::validate(const event& e) const noexcept {
         case event_kind::checked: return validate_slot(e, slot_state::checking, event_error::not_checking);
         case event_kind::reset_done: return validate_slot(e, slot_state::resetting, event_error::not_resetting);
         case event_kind::resize:
-            if (e.max_slots == 0 || e.max_slots > capacity_ || e.min_slots > e.max_slots) return event_error::bad_size;
+            if (e.max_slots() == 0 || e.max_slots() > capacity_ || e.min_slots() > e.max_slots())
+                return event_error::bad_size;
             return event_error::ok;
         default: return event_error::ok;
     }
@@ -291,7 +292,7 @@ void scheduler::apply(const event& e) {
         case event_kind::checked: return checked(e.slot, e.check);
         case event_kind::reset_done: return reset_done(e.slot, e.reset);
         case event_kind::shutdown: return shutdown();
-        case event_kind::resize: return resize(e.max_slots, e.min_slots);
+        case event_kind::resize: return resize(e.max_slots(), e.min_slots());
     }
 }
 
@@ -306,9 +307,9 @@ void scheduler::acquire(const event& e) {
     if (!idle_order_.empty()) {
         // A fresh idle slot means no eligible waiter is queued (step 4): no barging possible.
         if (const std::uint32_t s = grantable_idle_slot(); s != no_index) {
-            FAIRPOOL_DEBUG_ASSERT(eligible_waiters() == 0);
+            FAIRPOOL_ASSERT(eligible_waiters() == 0);
             // Without caps (none so far, none on this acquire) leases are not counted.
-            if (!(counting_leases_ | e.max_leases.has_value())) {  // one test: the round trip's cost
+            if (!(counting_leases_ | e.has_max_leases)) {  // one test: the round trip's cost
                 ++stats_.grants_immediate;
                 leave_idle(s);
                 return grant(e.waiter, s, now_, e.handle);
@@ -322,7 +323,7 @@ void scheduler::acquire(const event& e) {
     if (reached(deadline, now_)) {
         why = reject_reason::timeout;
     } else {
-        if (!counting_leases_ && e.max_leases.value_or(0) > 0) start_counting_leases();
+        if (!counting_leases_ && e.max_leases().value_or(0) > 0) start_counting_leases();
         if (h == no_index) h = handle_ids_.find(e.handle);
         const std::uint64_t of_handle = h == no_index ? 0 : handles_[h].waiters.size;
         if (stats_.queued_waiters < config_.max_waiters && of_handle < *config_.max_waiters_per_handle)
@@ -337,7 +338,7 @@ void scheduler::acquire(const event& e) {
 // its handle is at its cap (decision 15). Returns the handle's index if it is not
 // granted (no_index for an unknown handle), or no_index after the grant.
 std::uint32_t scheduler::acquire_counted(const event& e, std::uint32_t s) {
-    if (!counting_leases_ && e.max_leases.value_or(0) > 0) start_counting_leases();
+    if (!counting_leases_ && e.max_leases().value_or(0) > 0) start_counting_leases();
     std::uint32_t h = counting_leases_ ? handle_ids_.find(e.handle) : no_index;
     if (h != no_index && !eligible(handles_[h])) return h;
     ++stats_.grants_immediate;

@@ -13,6 +13,9 @@ namespace {
 
 using detail::no_index;
 
+template <typename T>
+constexpr std::size_t index_of = snapshot_index_of<T>();  // of T in snapshot_record
+
 constexpr nanos saturating_add(nanos a, nanos b) noexcept { return a > never - b ? never : a + b; }
 constexpr bool reached(nanos due, nanos now) noexcept { return due != never && due <= now; }
 
@@ -135,16 +138,16 @@ void scheduler::restore(std::span<const snapshot_record> records) {
     restore_scalars(begin);
     std::size_t i = 1;
     auto kind_is = [&](std::size_t index) { return i < n && records[i].index() == index; };
-    if (kind_is(8)) restore_sizes(std::get<snapshot_sizes>(records[i])), ++i;
+    if (kind_is(index_of<snapshot_sizes>)) restore_sizes(std::get<snapshot_sizes>(records[i])), ++i;
 
     // Slots, by index.
     std::int64_t previous_slot = -1;
-    for (; kind_is(1); ++i) restore_slot(i, std::get<snapshot_slot>(records[i]), previous_slot);
+    for (; kind_is(index_of<snapshot_slot>); ++i) restore_slot(i, std::get<snapshot_slot>(records[i]), previous_slot);
     restore_leases(i);
 
     // The idle order.
     const std::size_t idle_first = i;
-    for (; kind_is(2); ++i) {
+    for (; kind_is(index_of<snapshot_idle>); ++i) {
         const std::uint32_t s = std::get<snapshot_idle>(records[i]).slot;
         if (s >= capacity_ || slots_[s].state != slot_state::idle)
             refuse(i, "idle slot=" + std::to_string(s) + ": not an idle slot");
@@ -168,9 +171,9 @@ void scheduler::restore(std::span<const snapshot_record> records) {
     // Handles, in rotation order, then the capped ones outside it; then waiters, in
     // arrival order; then who holds each lease.
     const std::size_t handles_first = i;
-    for (; kind_is(3); ++i) restore_handle(i, std::get<snapshot_handle>(records[i]));
+    for (; kind_is(index_of<snapshot_handle>); ++i) restore_handle(i, std::get<snapshot_handle>(records[i]));
     const waiter_record* last = nullptr;
-    for (; kind_is(4); ++i) last = restore_waiter(i, std::get<snapshot_waiter>(records[i]), last);
+    for (; kind_is(index_of<snapshot_waiter>); ++i) last = restore_waiter(i, std::get<snapshot_waiter>(records[i]), last);
     restore_lease_holders(i);
     // Each handle record, in order: the rotation's (waiters, below their cap) first.
     std::size_t k = handles_first;
@@ -202,7 +205,7 @@ void scheduler::restore(std::span<const snapshot_record> records) {
 
     // Counters and the histogram.
     int previous_counter = -1;
-    for (; kind_is(5); ++i) {
+    for (; kind_is(index_of<snapshot_counter>); ++i) {
         const auto& r = std::get<snapshot_counter>(records[i]);
         const int c = static_cast<int>(r.name);
         if (!started_) refuse(i, "a counter before start");
@@ -213,7 +216,7 @@ void scheduler::restore(std::span<const snapshot_record> records) {
     }
     std::int64_t previous_bucket = -1;
     std::uint64_t histogram_total = 0;
-    for (; kind_is(6); ++i) {
+    for (; kind_is(index_of<snapshot_bucket>); ++i) {
         const auto& r = std::get<snapshot_bucket>(records[i]);
         if (r.index >= wait_histogram_buckets) refuse(i, "wait_bucket index=" + std::to_string(r.index) + ": above 64");
         if (static_cast<std::int64_t>(r.index) <= previous_bucket)
@@ -227,8 +230,8 @@ void scheduler::restore(std::span<const snapshot_record> records) {
                       std::to_string(stats_.grants_immediate + stats_.grants_after_wait));
     if (i == n) refuse(n, "the snapshot ends without snapshot_end");
     if (!std::holds_alternative<snapshot_end>(records[i]))
-        refuse(i, "record out of order: a snapshot lists snapshot, slot, idle, handle, waiter, counter, wait_bucket, "
-                  "snapshot_end");
+        refuse(i, "record out of order: a snapshot lists snapshot, sizes, slot, idle, handle, waiter, counter, "
+                  "wait_bucket, snapshot_end");
     if (i + 1 != n) refuse(i + 1, "a record after snapshot_end");
     check_restored(i);
 }

@@ -160,7 +160,7 @@ std::optional<std::string> invariant_checker::check_step(const event& e, event_e
                                                          std::span<const effect> effects,
                                                          const core::stats& after) {
     first_breach_.reset();
-    if (e.kind == event_kind::resize || (e.kind == event_kind::acquire && e.max_leases.value_or(0) > 0))
+    if (e.kind == event_kind::resize || (e.kind == event_kind::acquire && e.max_leases().value_or(0) > 0))
         isolation_seen_ = true;
     if (isolation_seen_) return std::nullopt;
     step_ = step_state{};

@@ -120,7 +120,7 @@ event_error reference_model::validate(const core::event& e) const {
         case event_kind::reset_done:
             return slots_[e.slot].state == slot_state::resetting ? event_error::ok : event_error::not_resetting;
         case event_kind::resize:
-            return e.max_slots >= 1 && e.max_slots <= slots_.size() && e.min_slots <= e.max_slots
+            return e.max_slots() >= 1 && e.max_slots() <= slots_.size() && e.min_slots() <= e.max_slots()
                        ? event_error::ok
                        : event_error::bad_size;
         default:
@@ -225,7 +225,7 @@ void reference_model::on_acquire(const core::event& e) {
     }
     // Decision 15: the cap comes from the acquire that makes the handle known.
     forget_unknown_handles();  // step 2 may have made it unknown
-    const std::uint64_t cap = e.max_leases.value_or(config_.max_leases_per_handle);
+    const std::uint64_t cap = e.max_leases().value_or(config_.max_leases_per_handle);
     if (const std::optional<std::uint32_t> slot = fresh_slot_to_grant(e.now); slot && is_eligible(e.handle)) {
         make_known(e.handle, cap);
         grant(e.waiter, *slot, e.now, e.now, /*immediate=*/true);
@@ -391,8 +391,8 @@ void reference_model::on_shutdown() {
 // recently used (oldest idle time) first; the others as they come back.
 void reference_model::on_resize(const core::event& e) {
     ++stats_.resizes;
-    max_slots_ = e.max_slots;
-    min_slots_ = e.min_slots;
+    max_slots_ = e.max_slots();
+    min_slots_ = e.min_slots();
     while (surplus()) {
         const std::optional<std::uint32_t> oldest = oldest_by_idle_time();
         if (!oldest) break;

@@ -314,10 +314,14 @@ struct event_generator::draw {
         if (one_in(4)) e.check = core::check_outcome::dead;
         if (one_in(4)) e.reset = core::reset_outcome::failed;
         if (one_in(3)) e.deadline = deadline(e.now);
-        if (one_in(3)) e.weight = any_weight();
-        if (one_in(3)) e.max_leases = pick(4);                  // acquire: a cap, 0 = none
-        e.max_slots = pick(std::uint64_t{g.capacity_} + 2);     // resize: now and then bad_size
-        e.min_slots = pick(e.max_slots + 2);
+        if (one_in(3)) e.set_weight(any_weight());
+        if (one_in(3)) {  // acquire: a cap, 0 = none (kept in the lease word: only an acquire's)
+            const std::uint64_t cap = pick(4);
+            if (kind == core::event_kind::acquire) e.set_max_leases(cap);
+        }
+        const std::uint64_t max_slots = pick(std::uint64_t{g.capacity_} + 2);  // resize: now and then bad_size
+        const std::uint64_t min_slots = pick(max_slots + 2);
+        if (kind == core::event_kind::resize) e = core::event::resize(e.now, max_slots, min_slots);
         return e;
     }
 };

@@ -173,12 +173,8 @@ std::optional<core::snapshot_record> snapshot_record_of(std::string_view word) {
     }
 }
 
-constexpr std::size_t snapshot_begin_index = 0;
-constexpr std::size_t snapshot_end_index = 7;  // snapshot_sizes, added later, comes after it
-static_assert(std::is_same_v<std::variant_alternative_t<snapshot_begin_index, core::snapshot_record>,
-                             core::snapshot_begin>);
-static_assert(std::is_same_v<std::variant_alternative_t<snapshot_end_index, core::snapshot_record>,
-                             core::snapshot_end>);
+constexpr std::size_t snapshot_begin_index = core::snapshot_index_of<core::snapshot_begin>();
+constexpr std::size_t snapshot_end_index = core::snapshot_index_of<core::snapshot_end>();
 
 // ---- The reader --------------------------------------------------------------------
 

@@ -89,8 +89,14 @@ constexpr field<record_of<Member>> u32_field_of(std::string_view key) {
 constexpr auto event_waiter = field_of<&event::waiter>("waiter");
 constexpr auto event_handle = field_of<&event::handle>("handle");
 constexpr auto event_deadline = field_of<&event::deadline, presence::optional>("deadline");
-constexpr auto event_weight = field_of<&event::weight, presence::optional>("weight");
-constexpr auto event_max_leases = field_of<&event::max_leases, presence::optional>("max_leases");
+// A weight past 32 bits saturates (event::saturated_weight): still bad_weight, never
+// truncated into range.
+constexpr field<event> event_weight{"weight", value_kind::u64, false,
+                                    [](const event& e) -> std::optional<std::uint64_t> { return e.weight; },
+                                    [](event& e, std::uint64_t v) { e.set_weight(v); }};
+constexpr field<event> event_max_leases{"max_leases", value_kind::u64, false,
+                                        [](const event& e) { return e.max_leases(); },
+                                        [](event& e, std::uint64_t v) { e.set_max_leases(v); }};
 constexpr auto event_slot = field_of<&event::slot>("slot");
 constexpr auto event_lease = field_of<&event::lease>("lease");
 constexpr auto event_outcome = field_of<&event::outcome>("outcome");
@@ -98,7 +104,8 @@ constexpr auto event_check = field_of<&event::check>("outcome");
 constexpr auto event_reset = field_of<&event::reset>("outcome");
 
 constexpr std::array acquire_fields = {event_waiter, event_handle, event_deadline, event_weight, event_max_leases};
-constexpr std::array resize_fields = {field_of<&event::max_slots>("max_slots"), field_of<&event::min_slots>("min_slots")};
+// A resize's sizes live in the waiter and handle words (event::max_slots, min_slots).
+constexpr std::array resize_fields = {field_of<&event::waiter>("max_slots"), field_of<&event::handle>("min_slots")};
 constexpr std::array cancel_fields = {event_waiter};
 constexpr std::array deregister_fields = {event_handle};
 constexpr std::array release_fields = {event_slot, event_lease, event_outcome};

@@ -25,7 +25,7 @@ struct config {
     std::uint64_t max_uses = 0;
     std::uint64_t spawn_backoff_initial = 100'000'000;
     std::uint64_t spawn_backoff_max = 30'000'000'000;
-    std::optional<std::uint64_t> max_concurrent_spawns;  // default: max_slots
+    std::optional<std::uint64_t> max_concurrent_spawns;  // default: slot_capacity
     std::uint64_t leak_threshold = 0;
     // Health (section 2): checks before reuse, keepalive, reset on return, jitter.
     std::uint64_t check_after_idle = 0;

@@ -20,21 +20,41 @@ enum class release_outcome : std::uint8_t { clean, dirty };
 enum class check_outcome : std::uint8_t { alive, dead };   // of a `checked`
 enum class reset_outcome : std::uint8_t { ok, failed };    // of a `reset_done`
 
+// Packed: the flight recorder copies one per step. A resize keeps its sizes in the
+// waiter and handle words, an acquire its max_leases in the lease word; read them
+// through max_slots(), min_slots() and max_leases().
 struct event {
     nanos now = 0;
-    std::uint64_t waiter = 0;                 // acquire, cancel
-    std::uint64_t handle = 0;                 // acquire, deregister
-    std::uint64_t lease = 0;                  // release
-    std::optional<nanos> deadline;            // acquire
-    std::optional<std::uint64_t> weight;      // acquire (1..65535)
-    std::optional<std::uint64_t> max_leases;  // acquire: the handle's lease cap (0 = none)
-    std::uint64_t max_slots = 0;              // resize (1..slot_capacity)
-    std::uint64_t min_slots = 0;              // resize (0..max_slots)
-    std::uint32_t slot = 0;                   // release and every slot event
+    std::uint64_t waiter = 0;             // acquire, cancel; resize: max_slots
+    std::uint64_t handle = 0;             // acquire, deregister; resize: min_slots
+    std::uint64_t lease = 0;              // release; acquire: max_leases (when has_max_leases)
+    std::optional<nanos> deadline;        // acquire
+    std::optional<std::uint32_t> weight;  // acquire (1..65535); see saturated_weight
+    std::uint32_t slot = 0;               // release and every slot event
     event_kind kind = event_kind::tick;
     release_outcome outcome = release_outcome::clean;  // release
     check_outcome check = check_outcome::alive;        // checked
     reset_outcome reset = reset_outcome::ok;           // reset_done
+    bool has_max_leases = false;                       // acquire: `lease` is the handle's lease cap
+
+    // A weight past 32 bits is held as 2^32-1: still above max_weight, so still bad_weight.
+    [[nodiscard]] static constexpr std::uint32_t saturated_weight(std::uint64_t w) noexcept {
+        return w > UINT32_MAX ? UINT32_MAX : static_cast<std::uint32_t>(w);
+    }
+    [[nodiscard]] std::uint64_t max_slots() const noexcept { return waiter; }  // resize (1..slot_capacity)
+    [[nodiscard]] std::uint64_t min_slots() const noexcept { return handle; }  // resize (0..max_slots)
+    // acquire: the handle's lease cap (0 = none); empty = the config's max_leases_per_handle.
+    [[nodiscard]] std::optional<std::uint64_t> max_leases() const noexcept {
+        if (!has_max_leases) return std::nullopt;
+        return lease;
+    }
+    void set_max_leases(std::optional<std::uint64_t> cap) noexcept {
+        has_max_leases = cap.has_value(), lease = cap.value_or(0);
+    }
+    void set_weight(std::optional<std::uint64_t> w) noexcept {
+        weight.reset();
+        if (w) weight = saturated_weight(*w);
+    }
 
     static event of(event_kind kind, nanos now) {
         event e;
@@ -46,12 +66,13 @@ struct event {
                          std::optional<nanos> deadline = {}, std::optional<std::uint64_t> weight = {},
                          std::optional<std::uint64_t> max_leases = {}) {
         event e = of(event_kind::acquire, now);
-        e.waiter = waiter, e.handle = handle, e.deadline = deadline, e.weight = weight, e.max_leases = max_leases;
+        e.waiter = waiter, e.handle = handle, e.deadline = deadline;
+        e.set_weight(weight), e.set_max_leases(max_leases);
         return e;
     }
     static event resize(nanos now, std::uint64_t max_slots, std::uint64_t min_slots) {
         event e = of(event_kind::resize, now);
-        e.max_slots = max_slots, e.min_slots = min_slots;
+        e.waiter = max_slots, e.handle = min_slots;
         return e;
     }
     static event cancel(nanos now, std::uint64_t waiter) {
@@ -94,8 +115,9 @@ struct event {
 
     friend bool operator==(const event&, const event&) = default;
 };
-// Built for every command the adapter feeds the core: thirteen words, no padding holes.
-static_assert(sizeof(event) == 104);
+// Built for every command the adapter feeds the core and copied by the flight recorder
+// each step: nine words, as before caps and resizes.
+static_assert(sizeof(event) == 72);
 
 // Returned by step(); anything but `ok` means the event changed nothing.
 // Listed in the order the checks run.

@@ -186,7 +186,7 @@ private:
     void take_lease(std::uint32_t h) noexcept;
     void return_lease(std::uint32_t h) noexcept;
     [[nodiscard]] std::uint64_t cap_of(const event& e) const noexcept {
-        return e.max_leases.value_or(config_.max_leases_per_handle);
+        return e.max_leases().value_or(config_.max_leases_per_handle);
     }
 
     // Slots.

@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <variant>
 
 #include "fairpool/core/config.hpp"
@@ -168,6 +169,15 @@ using snapshot_record = std::variant<snapshot_begin, snapshot_slot, snapshot_idl
                                      snapshot_counter, snapshot_bucket, snapshot_end, snapshot_sizes>;
 // Fixed size, trivially copyable: a recorder copies them into a preallocated ring.
 static_assert(sizeof(snapshot_record) <= 80);
+
+// The variant index of record type T in snapshot_record (for code that switches on
+// index(): it follows the variant's order, which has sizes last).
+template <typename T, std::size_t I = 0>
+[[nodiscard]] consteval std::size_t snapshot_index_of() noexcept {
+    static_assert(I < std::variant_size_v<snapshot_record>, "not a snapshot record type");
+    if constexpr (std::is_same_v<std::variant_alternative_t<I, snapshot_record>, T>) return I;
+    else return snapshot_index_of<T, I + 1>();
+}
 
 // The most records a snapshot of a scheduler with this (resolved) config can have.
 [[nodiscard]] constexpr std::uint64_t max_snapshot_records(const config& resolved) noexcept {
