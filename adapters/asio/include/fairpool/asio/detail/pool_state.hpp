@@ -424,7 +424,8 @@ private:
                 --budget, take_all_acquires(), feed(core::event::deregister(drain_now_, handle));
             if (budget == 0) left |= kind::deregister;
         }
-        std::uint64_t max_slots = 0, min_slots = 0;
+        std::uint64_t max_slots = 0;
+        std::uint64_t min_slots = 0;
         if ((kinds & kind::resize) != 0 && mailbox_.resize.take(max_slots, min_slots))
             feed(core::event::resize(drain_now_, max_slots, min_slots));
         if ((kinds & kind::shutdown) != 0 && !shutdown_fed_) {
