@@ -337,17 +337,17 @@ void scheduler::acquire(const event& e) {
 // An acquire that finds a fresh idle slot while leases are counted: granted unless
 // its handle is at its cap (decision 15). Returns the handle's index if it is not
 // granted (no_index for an unknown handle), or no_index after the grant.
-std::uint32_t scheduler::acquire_counted(const event& e, std::uint32_t s) {
+std::uint32_t scheduler::acquire_counted(const event& e, std::uint32_t idle_slot) {
     if (!counting_leases_ && e.max_leases().value_or(0) > 0) start_counting_leases();
     std::uint32_t h = counting_leases_ ? handle_ids_.find(e.handle) : no_index;
     if (h != no_index && !eligible(handles_[h])) return h;
     ++stats_.grants_immediate;
-    leave_idle(s);
-    grant(e.waiter, s, now_, e.handle);
+    leave_idle(idle_slot);
+    grant(e.waiter, idle_slot, now_, e.handle);
     if (counting_leases_) {
         if (h == no_index) h = make_known(e.handle, cap_of(e));
         take_lease(h);
-        holders_[s] = h;
+        holders_[idle_slot] = h;
     }
     return no_index;
 }

@@ -175,7 +175,7 @@ private:
     // Lease caps (decision 15). Leases are counted per handle once any cap can exist
     // (counting_leases_); before, nothing needs the counts and the round trip skips them.
     [[nodiscard]] static bool eligible(const handle_record& h) noexcept { return h.cap == 0 || h.leases < h.cap; }
-    [[nodiscard]] bool in_rotation(const handle_record& h) const noexcept { return !h.waiters.empty() && eligible(h); }
+    [[nodiscard]] static bool in_rotation(const handle_record& h) noexcept { return !h.waiters.empty() && eligible(h); }
     // Kept out of line: the round trip without caps only tests counting_leases_.
     [[gnu::noinline]] void start_counting_leases();
     [[gnu::noinline]] std::uint32_t acquire_counted(const event& e, std::uint32_t idle_slot);
