@@ -689,6 +689,14 @@ void scheduler::remove_waiter(std::uint32_t w) noexcept {
 // Runs once in a scheduler's life: O(slots + handles × log handles).
 void scheduler::start_counting_leases() {
     FAIRPOOL_ASSERT(!counting_leases_);
+    const bool counted = count_leases_from_the_slots();  // no cap yet: nothing changes eligibility
+    FAIRPOOL_ASSERT(counted);  // a leased slot's handle always has room for a record
+    if (fifo_heads_)
+        for (std::uint32_t h = rotation_.head; h != no_index; h = rotation_links_.next(h))
+            eligible_heads_.push(waiters_[handles_[h].waiters.head].arrival, 0, h);
+}
+
+bool scheduler::count_leases_from_the_slots() {
     counting_leases_ = true;
     release_bookkeeping_ = true;
     fifo_heads_ = config_.policy == fairness_policy::fifo;
@@ -696,13 +704,14 @@ void scheduler::start_counting_leases() {
         const slot_record& slot = slots_[s];
         if (slot.state != slot_state::leased) continue;
         std::uint32_t h = handle_ids_.find(slot.holder);
-        if (h == no_index) h = make_known(slot.holder, 0);
+        if (h == no_index) {
+            if (free_handles_.empty()) return false;
+            h = make_known(slot.holder, 0);
+        }
         holders_[s] = h;
-        ++handles_[h].leases;  // no cap yet: nothing changes eligibility
+        if (++handles_[h].leases == handles_[h].cap) ++stats_.handles_at_cap;
     }
-    if (fifo_heads_)
-        for (std::uint32_t h = rotation_.head; h != no_index; h = rotation_links_.next(h))
-            eligible_heads_.push(waiters_[handles_[h].waiters.head].arrival, 0, h);
+    return true;
 }
 
 std::uint32_t scheduler::make_known(std::uint64_t id, std::uint64_t cap) {

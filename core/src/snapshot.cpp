@@ -388,20 +388,7 @@ void scheduler::restore_lease_holders(std::size_t end) {
     for (std::uint32_t h = rotation_.head; h != no_index && !caps; h = rotation_links_.next(h))
         caps = handles_[h].cap != 0;
     if (!caps) return;
-    counting_leases_ = true;
-    release_bookkeeping_ = true;
-    fifo_heads_ = config_.policy == fairness_policy::fifo;
-    for (std::uint32_t s = 0; s < capacity_; ++s) {
-        const slot_record& slot = slots_[s];
-        if (slot.state != slot_state::leased) continue;
-        std::uint32_t h = handle_ids_.find(slot.holder);
-        if (h == no_index) {
-            if (free_handles_.empty()) refuse(end, "more handles than max_waiters + slot_capacity");
-            h = make_known(slot.holder, 0);
-        }
-        holders_[s] = h;
-        if (++handles_[h].leases == handles_[h].cap) ++stats_.handles_at_cap;
-    }
+    if (!count_leases_from_the_slots()) refuse(end, "more handles than max_waiters + slot_capacity");
 }
 
 void scheduler::restore_sizes(const snapshot_sizes& r) {

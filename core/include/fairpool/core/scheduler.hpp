@@ -178,6 +178,10 @@ private:
     [[nodiscard]] static bool in_rotation(const handle_record& h) noexcept { return !h.waiters.empty() && eligible(h); }
     // Kept out of line: the round trip without caps only tests counting_leases_.
     [[gnu::noinline]] void start_counting_leases();
+    // Counting's switch and its first pass, shared by the two ways counting starts: each
+    // leased slot's lease counts against its handle (made known, uncapped, if it has no
+    // record). False if a handle record is lacking for one.
+    [[nodiscard]] bool count_leases_from_the_slots();
     [[gnu::noinline]] std::uint32_t acquire_counted(const event& e, std::uint32_t idle_slot);
     std::uint32_t make_known(std::uint64_t id, std::uint64_t cap);
     void forget_if_unknown(std::uint32_t h) noexcept;
