@@ -29,6 +29,15 @@ std::string redis_server_path() {
     return p ? p : "";
 }
 
+void start_redis_server(std::unique_ptr<redis_process>& into, std::vector<std::string> args) {
+    const std::string path = redis_server_path();
+    ASSERT_FALSE(path.empty() || ::access(path.c_str(), X_OK) != 0)
+        << "redis-server is required by the redis suite and was not found (install the Debian package "
+           "redis-server, e.g. tools/install-deps, and reconfigure); FAIRPOOL_REDIS_SERVER='"
+        << path << "'";
+    into = std::make_unique<redis_process>(path, std::move(args));
+}
+
 client::client(std::uint16_t port, std::chrono::milliseconds timeout) {
     fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
     if (fd_ < 0) throw std::runtime_error("socket");

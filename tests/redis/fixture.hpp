@@ -28,6 +28,10 @@ using fairpool::demo::redis_process;
 // The redis-server the build found (FAIRPOOL_REDIS_SERVER), or empty.
 [[nodiscard]] std::string redis_server_path();
 
+// Starts that redis-server with `args` into `into`, or fails the test fatally (naming
+// the Debian package) when there is none: a SetUp returns if HasFatalFailure().
+void start_redis_server(std::unique_ptr<redis_process>& into, std::vector<std::string> args = {});
+
 // A blocking RESP client on a plain socket. Every read gives up after `timeout`
 // (throws), so a missing reply fails the test instead of hanging it.
 class client {

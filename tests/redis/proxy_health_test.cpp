@@ -28,12 +28,8 @@ using namespace std::chrono_literals;
 class health : public ::testing::Test {
 protected:
     void start_redis(std::vector<std::string> extra = {}) {
-        const std::string path = redis_server_path();
-        ASSERT_FALSE(path.empty() || ::access(path.c_str(), X_OK) != 0)
-            << "redis-server is required by the redis suite and was not found (install the Debian package "
-               "redis-server, e.g. tools/install-deps, and reconfigure); FAIRPOOL_REDIS_SERVER='"
-            << path << "'";
-        redis_ = std::make_unique<redis_process>(path, std::move(extra));
+        start_redis_server(redis_, std::move(extra));
+        if (HasFatalFailure()) return;
         admin_ = std::make_unique<client>(redis_->port());
         admin_id_ = admin_->call({"CLIENT", "ID"}).integer;
     }

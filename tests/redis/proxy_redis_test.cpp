@@ -19,12 +19,7 @@ using namespace std::chrono_literals;
 class redis_suite : public ::testing::Test {
 protected:
     void SetUp() override {
-        const std::string path = redis_server_path();
-        ASSERT_FALSE(path.empty() || ::access(path.c_str(), X_OK) != 0)
-            << "redis-server is required by the redis suite and was not found (install the Debian package "
-               "redis-server, e.g. tools/install-deps, and reconfigure); FAIRPOOL_REDIS_SERVER='"
-            << path << "'";
-        redis_ = std::make_unique<redis_process>(path);
+        start_redis_server(redis_);
     }
 
     std::unique_ptr<redis_process> redis_;

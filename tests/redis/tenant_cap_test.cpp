@@ -39,13 +39,8 @@ struct outcome {
 class tenant_cap : public ::testing::Test {
 protected:
     void SetUp() override {
-        const std::string path = redis_server_path();
-        ASSERT_FALSE(path.empty() || ::access(path.c_str(), X_OK) != 0)
-            << "redis-server is required by the redis suite and was not found (install the Debian package "
-               "redis-server, e.g. tools/install-deps, and reconfigure); FAIRPOOL_REDIS_SERVER='"
-            << path << "'";
         // hz 100: an otherwise idle Redis times BLPOP out to within 10 ms, not 100.
-        redis_ = std::make_unique<redis_process>(path, std::vector<std::string>{"--hz", "100"});
+        start_redis_server(redis_, {"--hz", "100"});
     }
 
     // The load, with max_leases_per_handle = `tenant_cap` (0: none).
