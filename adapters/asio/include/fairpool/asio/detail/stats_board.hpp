@@ -17,42 +17,40 @@ namespace fairpool::detail {
 
 class stats_board {
 public:
-    // Pays for what changed: nothing (not even the sequence) when no counter did. Else
-    // the words that move with every acquire and release (acquires, grants, the gauges:
-    // 12 words), the other counters (rejections, spawns, retirements, leaks, health:
-    // 21 words) only if one of them changed, and of the histogram (65 words) only the
-    // groups of 8 buckets that changed. Neither is compared word by word: the other
-    // counters only ever grow, so their sum grows when one does; each grant adds one to
-    // exactly one bucket (docs/CONTRACT.md section 9), so the search for changed groups
-    // stops once it has found as many new waits as there were new grants.
+    // Pays for what moves. The words that move with every acquire and release
+    // (acquires, grants, the gauges: 14 words) are stored as they are, since comparing
+    // them costs more than storing them. The other counters (rejections, spawns,
+    // retirements, leaks, health, resizes, busy: 23 words) are stored only when their sum
+    // moved: each of them only ever grows, so the sum grows when one does. Of the
+    // histogram (65 words) only the buckets that changed are stored: each grant adds one
+    // to exactly one bucket (docs/CONTRACT.md section 9), so the search for them, from
+    // bucket 0 (where immediate grants land) up, stops once it has found as many new
+    // waits as there were new grants.
     void publish(const core::stats& s) noexcept {
         const auto* next = reinterpret_cast<const unsigned char*>(&s);
         const std::uint64_t grants = s.grants_immediate + s.grants_after_wait;
-        std::uint64_t waits_to_find = grants - published_grants_;
         const std::uint64_t counted = sum(next, growing_begin, growing_end);
-        const bool growing_changed = counted != published_growing_sum_;
-        if (waits_to_find == 0 && !growing_changed && !differs(next, 0, growing_begin) &&
-            !differs(next, growing_end, scalar_words))
-            return;
-        FAIRPOOL_DEBUG_ASSERT(only_grew(next, growing_begin, growing_end));
         const std::uint64_t seq = sequence_.load(std::memory_order_relaxed);
         sequence_.store(seq + 1, std::memory_order_relaxed);
         std::atomic_thread_fence(std::memory_order_release);
         store(next, 0, growing_begin);
-        if (growing_changed) store(next, growing_begin, growing_end);
+        if (counted != published_growing_sum_) {
+            FAIRPOOL_DEBUG_ASSERT(only_grew(next, growing_begin, growing_end));
+            store(next, growing_begin, growing_end);
+            published_growing_sum_ = counted;
+        }
         store(next, growing_end, scalar_words);
-        for (std::size_t first = scalar_words; waits_to_find > 0; first += group_words) {
-            FAIRPOOL_DEBUG_ASSERT(first < words);
-            const std::size_t last = std::min(first + group_words, words);
-            std::uint64_t found = 0;
-            for (std::size_t i = first; i < last; ++i) found += word(next, i) - shadow_[i];
-            if (found == 0) continue;
-            store(next, first, last);
-            waits_to_find -= found;
+        for (std::uint64_t waits_to_find = grants - published_grants_, i = 0; waits_to_find > 0; ++i) {
+            FAIRPOOL_DEBUG_ASSERT(i < histogram_.size());
+            const std::uint64_t bucket = word(next, scalar_words + i);
+            const std::uint64_t added = bucket - histogram_[i];
+            if (added == 0) continue;
+            words_[scalar_words + i].store(bucket, std::memory_order_relaxed);
+            histogram_[i] = bucket;
+            waits_to_find -= added;
         }
         sequence_.store(seq + 2, std::memory_order_release);
         published_grants_ = grants;
-        published_growing_sum_ = counted;
     }
 
     [[nodiscard]] core::stats read() const noexcept {
@@ -86,21 +84,12 @@ private:
     static constexpr std::size_t growing_end = offsetof(core::stats, queued_waiters) / 8;
     static_assert(offsetof(core::stats, grants_after_wait) / 8 < growing_begin && growing_begin < growing_end &&
                   growing_end < scalar_words);
-    static constexpr std::size_t group_words = 8;
     static constexpr std::uint32_t spin_attempts = 64;
 
     static std::uint64_t word(const unsigned char* raw, std::size_t i) noexcept {
         std::uint64_t w;
         std::memcpy(&w, raw + i * 8, 8);
         return w;
-    }
-
-    // Whether words [first, last) of `raw` differ from the writer's copy.
-    [[nodiscard]] bool differs(const unsigned char* raw, std::size_t first, std::size_t last) const noexcept {
-        std::uint64_t bits = 0;
-#pragma GCC unroll 16
-        for (std::size_t i = first; i < last; ++i) bits |= word(raw, i) ^ shadow_[i];
-        return bits != 0;
     }
 
     static std::uint64_t sum(const unsigned char* raw, std::size_t first, std::size_t last) noexcept {
@@ -112,24 +101,20 @@ private:
 
     [[nodiscard]] bool only_grew(const unsigned char* raw, std::size_t first, std::size_t last) const noexcept {
         for (std::size_t i = first; i < last; ++i)
-            if (word(raw, i) < shadow_[i]) return false;
+            if (word(raw, i) < words_[i].load(std::memory_order_relaxed)) return false;
         return true;
     }
 
-    // Words [first, last) of `raw` into the board and the writer's copy.
+    // Words [first, last) of `raw` into the board.
     void store(const unsigned char* raw, std::size_t first, std::size_t last) noexcept {
 #pragma GCC unroll 32
-        for (std::size_t i = first; i < last; ++i) {
-            const std::uint64_t w = word(raw, i);
-            words_[i].store(w, std::memory_order_relaxed);
-            shadow_[i] = w;
-        }
+        for (std::size_t i = first; i < last; ++i) words_[i].store(word(raw, i), std::memory_order_relaxed);
     }
 
     std::atomic<std::uint64_t> sequence_{0};
     std::array<std::atomic<std::uint64_t>, words> words_{};
-    // The writer's own copy of what words_ holds, and the grants it counts.
-    std::array<std::uint64_t, words> shadow_{};
+    // The writer's own copy of the histogram's words and of the grants they count.
+    std::array<std::uint64_t, words - scalar_words> histogram_{};
     std::uint64_t published_grants_ = 0;
     std::uint64_t published_growing_sum_ = 0;  // of words [growing_begin, growing_end)
 };
