@@ -8,6 +8,8 @@
 // Sizes: RC_PARAMS (see tests/meson.build) sets ≥ 300 sequences of up to ~1000 events
 // in the default suite and far more in `meson test --setup long`. A failure prints
 // RapidCheck's `RC_PARAMS="reproduce=…"` string and the shrunk sequence as a trace.
+#include <algorithm>
+
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
 #include <rapidcheck/state.h>
@@ -61,10 +63,31 @@ struct step final : step_command {
     void apply(generation_state& g) const override { g.events.observe(e, g.ref.step(e)); }
 
     void run(const generation_state&, system_under_test& sut) const override {
+        const core::stats before = sut.machines.core().counters();
         const auto outcome = sut.machines.step(e);
         RC_ASSERT(outcome.breach.value_or("") == std::string());
         if (outcome.error == core::event_error::ok) sut.now = e.now;
         check_deadline_is_exact(sut.machines.core(), sut.now);
+        check_rare_counters_kept(e, *outcome.effects, before, sut.machines.core().counters());
+    }
+
+    // docs/CONTRACT.md section 9: an acquire or a release that emits only grants moves
+    // no counter but acquires, the grants, the gauges and the wait histogram (the
+    // adapter publishes the rest only after a step that may have moved them).
+    static void check_rare_counters_kept(const event& e, const std::vector<core::effect>& effects,
+                                         const core::stats& before, const core::stats& after) {
+        if (e.kind != core::event_kind::acquire && e.kind != core::event_kind::release) return;
+        if (!std::ranges::all_of(effects, [](const core::effect& f) { return f.kind == core::effect_kind::grant; }))
+            return;
+        RC_ASSERT(rare_counters(before) == rare_counters(after));
+    }
+
+    static core::stats rare_counters(core::stats s) {
+        s.acquires = s.grants_immediate = s.grants_after_wait = 0;
+        s.queued_waiters = s.active_handles = s.waiters_behind_cap = s.handles_at_cap = 0;
+        s.slots = {};
+        s.wait_histogram = {};
+        return s;
     }
 
     // A tick at next_deadline() emits an effect; a tick one nanosecond earlier (if

@@ -92,7 +92,7 @@ public:
           operations_(limit_),
           closing_(executor_, stats_),
           resources_(slot_capacity(), std::move(hooks)) {
-        stats_.publish(core_.counters());
+        stats_.publish(core_.counters(), true);
     }
 
     pool_state(const pool_state&) = delete;
@@ -495,25 +495,27 @@ private:
         FAIRPOOL_ASSERT(r.ok());  // the actor only sends valid events
         commands_fed_.store(commands_fed_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
         counters_unpublished_ = true;
+        // Only an event other than an acquire or a release, or an effect other than a
+        // grant, moves the rare counters (docs/CONTRACT.md section 9; stats_board).
+        if (e.kind != core::event_kind::acquire && e.kind != core::event_kind::release) rare_counters_moved_ = true;
+        bool completes_an_acquire = false;
+        for (const core::effect& f : r.effects) {
+            completes_an_acquire |= f.kind == core::effect_kind::grant || f.kind == core::effect_kind::reject;
+            rare_counters_moved_ |= f.kind != core::effect_kind::grant;
+        }
         // The core's transition is complete: only now does anything act on its effects.
         // A step that completes an acquire publishes the counters first, so that its
         // handler (possibly on another thread at once) never reads counters that lag
         // its own outcome.
-        if (completes_an_acquire(r.effects)) publish_counters();
+        if (completes_an_acquire) publish_counters();
         for (const core::effect& f : r.effects) perform(f);
     }
 
     // At the end of each drain, or earlier for a step that completes an acquire; never
     // twice for the same counters.
     void publish_counters() noexcept {
-        stats_.publish(core_.counters());
+        stats_.publish(core_.counters(), std::exchange(rare_counters_moved_, false));
         counters_unpublished_ = false;
-    }
-
-    static bool completes_an_acquire(std::span<const core::effect> effects) noexcept {
-        return std::ranges::any_of(effects, [](const core::effect& f) {
-            return f.kind == core::effect_kind::grant || f.kind == core::effect_kind::reject;
-        });
     }
 
     // A grant counts in its handle's block, which the actor then keeps alive for the
@@ -632,6 +634,7 @@ private:
     } arriving_;  // the acquire being fed, until its step is done (take_acquire)
     bool shutdown_fed_ = false;
     bool counters_unpublished_ = false;  // a step ran since the last publish
+    bool rare_counters_moved_ = false;   // a step since the last publish may have moved one
     bool closed_ = false;
     bool close_reported_ = false;
 

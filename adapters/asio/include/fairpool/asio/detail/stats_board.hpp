@@ -20,26 +20,23 @@ public:
     // Pays for what moves. The words that move with every acquire and release
     // (acquires, grants, the gauges: 14 words) are stored as they are, since comparing
     // them costs more than storing them. The other counters (rejections, spawns,
-    // retirements, leaks, health, resizes, busy: 23 words) are stored only when their sum
-    // moved: each of them only ever grows, so the sum grows when one does. Of the
-    // histogram (65 words) only the buckets that changed are stored: each grant adds one
-    // to exactly one bucket (docs/CONTRACT.md section 9), so the search for them, from
-    // bucket 0 (where immediate grants land) up, stops once it has found as many new
-    // waits as there were new grants.
-    void publish(const core::stats& s) noexcept {
+    // retirements, leaks, health, resizes, busy: 23 words) are stored only when the
+    // caller says one of them may have moved: only a step that emits an effect other
+    // than a grant, or feeds an event other than an acquire or a release, moves one
+    // (docs/CONTRACT.md section 9; checked here in debug builds). Of the histogram (65
+    // words) only the buckets that changed are stored: each grant adds one to exactly
+    // one bucket, so the search for them, from bucket 0 (where immediate grants land)
+    // up, stops once it has found as many new waits as there were new grants.
+    void publish(const core::stats& s, bool rare_moved) noexcept {
         const auto* next = reinterpret_cast<const unsigned char*>(&s);
         const std::uint64_t grants = s.grants_immediate + s.grants_after_wait;
-        const std::uint64_t counted = sum(next, growing_begin, growing_end);
+        FAIRPOOL_DEBUG_ASSERT(rare_moved || same_as_board(next, rare_begin, rare_end));
         const std::uint64_t seq = sequence_.load(std::memory_order_relaxed);
         sequence_.store(seq + 1, std::memory_order_relaxed);
         std::atomic_thread_fence(std::memory_order_release);
-        store(next, 0, growing_begin);
-        if (counted != published_growing_sum_) {
-            FAIRPOOL_DEBUG_ASSERT(only_grew(next, growing_begin, growing_end));
-            store(next, growing_begin, growing_end);
-            published_growing_sum_ = counted;
-        }
-        store(next, growing_end, scalar_words);
+        store(next, 0, rare_begin);
+        if (rare_moved) store(next, rare_begin, rare_end);
+        store(next, rare_end, scalar_words);
         for (std::uint64_t waits_to_find = grants - published_grants_, i = 0; waits_to_find > 0; ++i) {
             FAIRPOOL_DEBUG_ASSERT(i < histogram_.size());
             const std::uint64_t bucket = word(next, scalar_words + i);
@@ -78,12 +75,12 @@ private:
     static constexpr std::size_t scalar_words = offsetof(core::stats, wait_histogram) / 8;
     static_assert(offsetof(core::stats, wait_histogram) % 8 == 0 &&
                   sizeof(core::stats::wait_histogram) == (words - scalar_words) * 8);
-    // The counters that a steady acquire and release leave alone, from the rejections
-    // to the gauges: every one only grows.
-    static constexpr std::size_t growing_begin = offsetof(core::stats, rejections) / 8;
-    static constexpr std::size_t growing_end = offsetof(core::stats, queued_waiters) / 8;
-    static_assert(offsetof(core::stats, grants_after_wait) / 8 < growing_begin && growing_begin < growing_end &&
-                  growing_end < scalar_words);
+    // The rare counters: those a steady acquire and release leave alone, from the
+    // rejections up to the gauges.
+    static constexpr std::size_t rare_begin = offsetof(core::stats, rejections) / 8;
+    static constexpr std::size_t rare_end = offsetof(core::stats, queued_waiters) / 8;
+    static_assert(offsetof(core::stats, grants_after_wait) / 8 < rare_begin && rare_begin < rare_end &&
+                  rare_end < scalar_words);
     static constexpr std::uint32_t spin_attempts = 64;
 
     static std::uint64_t word(const unsigned char* raw, std::size_t i) noexcept {
@@ -92,16 +89,11 @@ private:
         return w;
     }
 
-    static std::uint64_t sum(const unsigned char* raw, std::size_t first, std::size_t last) noexcept {
-        std::uint64_t total = 0;
-#pragma GCC unroll 32
-        for (std::size_t i = first; i < last; ++i) total += word(raw, i);
-        return total;
-    }
-
-    [[nodiscard]] bool only_grew(const unsigned char* raw, std::size_t first, std::size_t last) const noexcept {
+    // Whether words [first, last) of `raw` are what the board holds (the writer's own
+    // stores: relaxed loads see them).
+    [[nodiscard]] bool same_as_board(const unsigned char* raw, std::size_t first, std::size_t last) const noexcept {
         for (std::size_t i = first; i < last; ++i)
-            if (word(raw, i) < words_[i].load(std::memory_order_relaxed)) return false;
+            if (word(raw, i) != words_[i].load(std::memory_order_relaxed)) return false;
         return true;
     }
 
@@ -116,7 +108,6 @@ private:
     // The writer's own copy of the histogram's words and of the grants they count.
     std::array<std::uint64_t, words - scalar_words> histogram_{};
     std::uint64_t published_grants_ = 0;
-    std::uint64_t published_growing_sum_ = 0;  // of words [growing_begin, growing_end)
 };
 
 }  // namespace fairpool::detail
