@@ -277,6 +277,15 @@ TEST_F(refusal, AnIdleRecordForASlotThatIsNotIdle) {
     expect_refused(5, "idle slot=0: not an idle slot");
 }
 
+TEST_F(refusal, MoreIdleRecordsThanSlots) {
+    // One idle slot listed slot_capacity + 1 times: refused at the record past the
+    // capacity, before the listing could overflow the restore's table.
+    auto& slot = nth<snapshot_slot>(1);
+    slot.state = slot_state::idle, slot.verified_at = 150;
+    for (int k = 0; k < 6; ++k) valid.insert(valid.begin() + 5, snapshot_idle{1});
+    expect_refused(10, "idle slot=1: more idle records than slot_capacity");
+}
+
 TEST_F(refusal, ARepeatedHandle) {
     nth<snapshot_handle>(1).id = 8;
     expect_refused(index_of(nth<snapshot_handle>(1)), "handle id=8: repeated");

@@ -151,6 +151,8 @@ void scheduler::restore(std::span<const snapshot_record> records) {
         const std::uint32_t s = std::get<snapshot_idle>(records[i]).slot;
         if (s >= capacity_ || slots_[s].state != slot_state::idle)
             refuse(i, "idle slot=" + std::to_string(s) + ": not an idle slot");
+        if (scratch_.size() == capacity_)
+            refuse(i, "idle slot=" + std::to_string(s) + ": more idle records than slot_capacity");
         scratch_.push_back(s);
     }
     std::sort(scratch_.begin(), scratch_.end());

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <boost/asio/bind_executor.hpp>
+#include <boost/asio/deferred.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <condition_variable>
@@ -171,6 +172,33 @@ TEST(adapter_lifetime, a_grant_destroyed_undelivered_frees_its_handler_and_retur
         settle(io);
     }
     EXPECT_TRUE(state.expired()) << "the pool's state outlived everything";
+}
+
+// A deferred acquire holds the pool's state, not a pointer to it: launched after the
+// pool and the handle it came from are gone, it completes with closed (the pool shut
+// down when its last object went), and the state goes once it has.
+TEST(adapter_lifetime, a_deferred_acquire_launched_after_its_pool_and_handle_are_gone_is_closed) {
+    boost::asio::io_context io;
+    std::weak_ptr<const void> state;
+    std::optional<error_code> outcome;
+    {
+        auto p = make_int_pool(io);
+        state = p->lifetime();
+        auto h = p->make_handle();
+        auto deferred_acquire = h.async_acquire(boost::asio::deferred);
+        h.reset();
+        p.reset();
+        settle(io);
+        ASSERT_FALSE(state.expired()) << "the deferred operation keeps the state";
+        std::move(deferred_acquire)([&](error_code ec, pool<int>::lease_type lease) {
+            outcome = ec;
+            EXPECT_FALSE(lease);
+        });
+    }
+    settle(io);
+    ASSERT_TRUE(outcome.has_value());
+    EXPECT_EQ(*outcome, make_error_code(error::closed));
+    EXPECT_TRUE(state.expired());
 }
 
 }  // namespace

@@ -9,8 +9,11 @@
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <numeric>
+#include <thread>
 
 #include "fairpool/asio/detail/stats_board.hpp"
 #include "fairpool/core/stats.hpp"
@@ -89,6 +92,44 @@ TEST(StatsBoard, APublishWithNothingChangedKeepsTheCounters) {
     EXPECT_EQ(board.read(), s);
 }
 
+// A reader on another thread never sees a torn publish: every copy it reads holds the
+// relations each published state holds (the histogram counts the grants; acquires are
+// the grants plus the queued waiters; a gauge and a rare counter moved with them).
+TEST(StatsBoard, AReaderOnAnotherThreadSeesOnlyWholePublishes) {
+    constexpr std::uint64_t reads = 200'000;
+    stats_board board;
+    std::atomic<bool> stop{false};
+    std::uint64_t published = 0;
+    std::thread writer([&] {
+        stats s;
+        for (std::uint64_t n = 1; !stop.load(std::memory_order_relaxed); ++n) {
+            grant(s, n % 3 == 0 ? 0 : n);
+            s.queued_waiters = n % 5;
+            s.acquires = s.grants_immediate + s.grants_after_wait + s.queued_waiters;
+            s.slots[1] = n;
+            s.retirements[0] = n / 2;
+            board.publish(s, true);
+            published = n;
+        }
+    });
+    std::uint64_t torn = 0, last_seen = 0, went_back = 0;
+    for (std::uint64_t k = 0; k < reads; ++k) {
+        const stats r = board.read();
+        const std::uint64_t grants = r.grants_immediate + r.grants_after_wait;
+        const std::uint64_t counted = std::accumulate(r.wait_histogram.begin(), r.wait_histogram.end(), std::uint64_t{0});
+        if (counted != grants || r.acquires != grants + r.queued_waiters || r.slots[1] != grants ||
+            r.retirements[0] != grants / 2)
+            ++torn;
+        if (r.slots[1] < last_seen) ++went_back;
+        last_seen = r.slots[1];
+    }
+    stop.store(true, std::memory_order_relaxed);
+    writer.join();
+    EXPECT_EQ(torn, 0u) << "of " << reads << " reads";
+    EXPECT_EQ(went_back, 0u);
+    EXPECT_EQ(board.read().slots[1], published);
+}
+
 // One change that the core's rules allow; true if it moved a rare counter.
 bool change(stats& s) {
     switch (*rc::gen::inRange(0, 5)) {
@@ -107,6 +148,7 @@ bool change(stats& s) {
         case 3: s.slots[*rc::gen::inRange<std::size_t>(0, s.slots.size())] = *rc::gen::inRange<std::uint64_t>(0, 9); break;
         default:
             s.queued_waiters = *rc::gen::inRange<std::uint64_t>(0, 9);
+            s.active_handles = *rc::gen::inRange<std::uint64_t>(0, 9);
             s.waiters_behind_cap = *rc::gen::inRange<std::uint64_t>(0, 9);
             s.handles_at_cap = *rc::gen::inRange<std::uint64_t>(0, 9);
             break;

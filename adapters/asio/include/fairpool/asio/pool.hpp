@@ -57,10 +57,10 @@ struct pool_owner {
 template <class State>
 struct acquire_initiation {
     template <class Handler>
-    void operator()(Handler&& handler, State* state, std::uint64_t handle,
+    void operator()(Handler&& handler, const std::shared_ptr<State>& state, std::uint64_t handle,
                     std::shared_ptr<handle_block> block, core::nanos deadline, std::uint32_t weight,
                     std::optional<std::uint64_t> max_leases) const {
-        state->start_acquire(std::decay_t<Handler>(std::forward<Handler>(handler)), handle, std::move(block),
+        state->start_acquire(std::decay_t<Handler>(std::forward<Handler>(handler)), state, handle, std::move(block),
                              deadline, weight, max_leases);
     }
 };
@@ -198,7 +198,7 @@ private:
     template <class Token>
     auto initiate(core::nanos deadline, Token&& token) {
         return boost::asio::async_initiate<Token, acquire_signature>(detail::acquire_initiation<state_type>{}, token,
-                                                                     state(), state()->new_handle_id(), nullptr,
+                                                                     owner_->state, state()->new_handle_id(), nullptr,
                                                                      deadline, std::uint32_t{0}, std::nullopt);
     }
 
@@ -287,7 +287,7 @@ private:
     template <class Token>
     auto initiate(core::nanos deadline, Token&& token) {
         return boost::asio::async_initiate<Token, acquire_signature>(detail::acquire_initiation<state_type>{}, token,
-                                                                     owner_->state.get(), id_, block_, deadline,
+                                                                     owner_->state, id_, block_, deadline,
                                                                      weight_, max_leases_);
     }
     void expect_pool() const {

@@ -61,9 +61,18 @@ public:
     [[nodiscard]] const T* data() const noexcept { return items_.get(); }
     T& operator[](std::size_t i) noexcept { return items_[i]; }
     const T& operator[](std::size_t i) const noexcept { return items_[i]; }
-    T& front() noexcept { return items_[0]; }
-    [[nodiscard]] const T& front() const noexcept { return items_[0]; }
-    T& back() noexcept { return items_[size_ - 1]; }
+    T& front() noexcept {
+        FAIRPOOL_DEBUG_ASSERT(size_ > 0);
+        return items_[0];
+    }
+    [[nodiscard]] const T& front() const noexcept {
+        FAIRPOOL_DEBUG_ASSERT(size_ > 0);
+        return items_[0];
+    }
+    T& back() noexcept {
+        FAIRPOOL_DEBUG_ASSERT(size_ > 0);
+        return items_[size_ - 1];
+    }
     T* begin() noexcept { return items_.get(); }
     T* end() noexcept { return items_.get() + size_; }
     [[nodiscard]] const T* begin() const noexcept { return items_.get(); }

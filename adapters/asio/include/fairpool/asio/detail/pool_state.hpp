@@ -147,10 +147,14 @@ public:
 
     // --- Commands, from any thread -------------------------------------------------
 
-    // weight 0: none given; max_leases unset: the config's max_leases_per_handle.
+    // weight 0: none given; max_leases unset: the config's max_leases_per_handle. `self`:
+    // the caller's reference to this state (copied into the operation: cheaper than
+    // shared_from_this, which must lock a weak reference).
     template <class Handler>
-    void start_acquire(Handler handler, std::uint64_t handle, std::shared_ptr<handle_block> block,
-                       core::nanos deadline, std::uint32_t weight, std::optional<std::uint64_t> max_leases) {
+    void start_acquire(Handler handler, const std::shared_ptr<pool_state>& self, std::uint64_t handle,
+                       std::shared_ptr<handle_block> block, core::nanos deadline, std::uint32_t weight,
+                       std::optional<std::uint64_t> max_leases) {
+        FAIRPOOL_DEBUG_ASSERT(self.get() == this);
         if (outstanding_.fetch_add(1, std::memory_order_acq_rel) >= limit_) {
             outstanding_.fetch_sub(1, std::memory_order_acq_rel);
             busy_rejections_.fetch_add(1, std::memory_order_relaxed);
@@ -166,10 +170,10 @@ public:
         acquire_operation* op = nullptr;
         if (io_executor_ != nullptr) {
             using operation = typed_acquire_operation<pool_state, Handler, boost::asio::io_context::executor_type>;
-            op = operation::create(std::move(handler), *io_executor_, this->shared_from_this(), std::move(block));
+            op = operation::create(std::move(handler), *io_executor_, self, std::move(block));
         } else {
             using operation = typed_acquire_operation<pool_state, Handler, executor_type>;
-            op = operation::create(std::move(handler), executor_, this->shared_from_this(), std::move(block));
+            op = operation::create(std::move(handler), executor_, self, std::move(block));
         }
         const acquire_command command{op, waiter, handle, deadline, max_leases.value_or(0), weight,
                                       max_leases.has_value()};

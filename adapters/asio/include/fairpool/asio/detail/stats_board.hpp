@@ -38,7 +38,7 @@ public:
         if (rare_moved) store(next, rare_begin, rare_end);
         store(next, rare_end, scalar_words);
         for (std::uint64_t waits_to_find = grants - published_grants_, i = 0; waits_to_find > 0; ++i) {
-            FAIRPOOL_DEBUG_ASSERT(i < histogram_.size());
+            FAIRPOOL_ASSERT(i < histogram_.size());  // each grant is in exactly one bucket
             const std::uint64_t bucket = word(next, scalar_words + i);
             const std::uint64_t added = bucket - histogram_[i];
             if (added == 0) continue;
