@@ -27,27 +27,28 @@ public:
     // words) only the buckets that changed are stored: each grant adds one to exactly
     // one bucket, so the search for them, from bucket 0 (where immediate grants land)
     // up, stops once it has found as many new waits as there were new grants.
+    // The writer keeps no copy of its own: the board's words are what it last stored,
+    // and its relaxed loads of them see its own stores.
     void publish(const core::stats& s, bool rare_moved) noexcept {
         const auto* next = reinterpret_cast<const unsigned char*>(&s);
-        const std::uint64_t grants = s.grants_immediate + s.grants_after_wait;
         FAIRPOOL_DEBUG_ASSERT(rare_moved || same_as_board(next, rare_begin, rare_end));
+        // Read before the grants' words are overwritten below.
+        std::uint64_t waits_to_find = grants(next) - (on_board(grants_immediate_word) + on_board(grants_after_wait_word));
         const std::uint64_t seq = sequence_.load(std::memory_order_relaxed);
         sequence_.store(seq + 1, std::memory_order_relaxed);
         std::atomic_thread_fence(std::memory_order_release);
         store(next, 0, rare_begin);
         if (rare_moved) store(next, rare_begin, rare_end);
         store(next, rare_end, scalar_words);
-        for (std::uint64_t waits_to_find = grants - published_grants_, i = 0; waits_to_find > 0; ++i) {
-            FAIRPOOL_ASSERT(i < histogram_.size());  // each grant is in exactly one bucket
-            const std::uint64_t bucket = word(next, scalar_words + i);
-            const std::uint64_t added = bucket - histogram_[i];
+        for (std::size_t i = scalar_words; waits_to_find > 0; ++i) {
+            FAIRPOOL_ASSERT(i < words);  // each grant is in exactly one bucket
+            const std::uint64_t bucket = word(next, i);
+            const std::uint64_t added = bucket - on_board(i);
             if (added == 0) continue;
-            words_[scalar_words + i].store(bucket, std::memory_order_relaxed);
-            histogram_[i] = bucket;
+            words_[i].store(bucket, std::memory_order_relaxed);
             waits_to_find -= added;
         }
         sequence_.store(seq + 2, std::memory_order_release);
-        published_grants_ = grants;
     }
 
     [[nodiscard]] core::stats read() const noexcept {
@@ -81,6 +82,8 @@ private:
     static constexpr std::size_t rare_end = offsetof(core::stats, queued_waiters) / 8;
     static_assert(offsetof(core::stats, grants_after_wait) / 8 < rare_begin && rare_begin < rare_end &&
                   rare_end < scalar_words);
+    static constexpr std::size_t grants_immediate_word = offsetof(core::stats, grants_immediate) / 8;
+    static constexpr std::size_t grants_after_wait_word = offsetof(core::stats, grants_after_wait) / 8;
     static constexpr std::uint32_t spin_attempts = 64;
 
     static std::uint64_t word(const unsigned char* raw, std::size_t i) noexcept {
@@ -89,11 +92,17 @@ private:
         return w;
     }
 
-    // Whether words [first, last) of `raw` are what the board holds (the writer's own
-    // stores: relaxed loads see them).
+    static std::uint64_t grants(const unsigned char* raw) noexcept {
+        return word(raw, grants_immediate_word) + word(raw, grants_after_wait_word);
+    }
+
+    // Word i as the writer last stored it (only the writer calls this).
+    [[nodiscard]] std::uint64_t on_board(std::size_t i) const noexcept { return words_[i].load(std::memory_order_relaxed); }
+
+    // Whether words [first, last) of `raw` are what the board holds.
     [[nodiscard]] bool same_as_board(const unsigned char* raw, std::size_t first, std::size_t last) const noexcept {
         for (std::size_t i = first; i < last; ++i)
-            if (word(raw, i) != words_[i].load(std::memory_order_relaxed)) return false;
+            if (word(raw, i) != on_board(i)) return false;
         return true;
     }
 
@@ -105,9 +114,6 @@ private:
 
     std::atomic<std::uint64_t> sequence_{0};
     std::array<std::atomic<std::uint64_t>, words> words_{};
-    // The writer's own copy of the histogram's words and of the grants they count.
-    std::array<std::uint64_t, words - scalar_words> histogram_{};
-    std::uint64_t published_grants_ = 0;
 };
 
 }  // namespace fairpool::detail
