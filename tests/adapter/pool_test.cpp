@@ -687,6 +687,29 @@ TEST_F(adapter, one_actor_and_no_task_per_acquire_or_release) {
     EXPECT_EQ(pool->stats().grants_immediate, 10'000u);
 }
 
+// An acquire is outstanding work on its handler's executor while the scheduler holds it
+// queued (io.run() would not return meanwhile), and none once it is delivered. Fed to
+// the scheduler directly and granted at once it takes no work of its own: its posted
+// completion is the work.
+TEST_F(adapter, a_queued_acquire_is_outstanding_work_until_it_is_delivered) {
+    auto pool = make_pool(options(1, 1));
+    settle();
+    outcome held, queued;
+    boost::asio::post(io, [&] { pool->async_acquire(record(held)); });  // fed directly, granted
+    settle();
+    ASSERT_TRUE(held.done);
+    EXPECT_TRUE(io.stopped());  // nothing outstanding: the grant took no work it kept
+    boost::asio::post(io, [&] { pool->async_acquire(record(queued)); });  // fed directly, queued
+    settle();
+    EXPECT_FALSE(queued.done);
+    EXPECT_FALSE(io.stopped());  // the queued acquire is outstanding work
+    held.lease.release();
+    settle();
+    ASSERT_TRUE(queued.done);
+    EXPECT_FALSE(queued.ec);
+    EXPECT_TRUE(io.stopped());  // its work ended with its delivery
+}
+
 TEST_F(adapter, every_completion_token_works) {
     auto pool = make_pool(options(2, 2));
     settle();

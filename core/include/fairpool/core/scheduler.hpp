@@ -55,6 +55,10 @@ public:
 
     // The earliest time at which a `tick` would emit an effect; nullopt if none.
     [[nodiscard]] std::optional<nanos> next_deadline() const noexcept;
+    // True only when next_deadline() is nullopt: no time-driven work and no spawn
+    // backoff running (its first test, inline for callers that ask after every step).
+    // False says nothing.
+    [[nodiscard]] bool surely_no_deadline() const noexcept { return due_ == never && backoff_end_ <= now_; }
 
     // Writes the complete state to `sink`, one record a call, in the order of
     // snapshot.hpp: snapshot_size() records, at most max_snapshot_records(config).

@@ -178,6 +178,7 @@ public:
         const acquire_command command{op, waiter, handle, deadline, max_leases.value_or(0), weight,
                                       max_leases.has_value()};
         if (fed_directly([&] { take_acquire(command); })) return;
+        op->keep_work();
         const bool pushed = mailbox_.acquires.bounded_push(command);
         FAIRPOOL_ASSERT(pushed);  // admission keeps at most limit_ in flight
         announce(command_kind::acquire);
@@ -185,7 +186,7 @@ public:
 
     void release(std::uint32_t slot, std::uint64_t lease, core::release_outcome outcome) noexcept {
         const slot_command command{core::event_kind::release, slot, lease, outcome, true};
-        if (!fed_directly([&] { feed_slot(command); })) push_slot_command(command);
+        if (!fed_directly([&] { feed_release(slot, lease, outcome); })) push_slot_command(command);
     }
 
     void deregister(std::uint64_t handle) noexcept {
@@ -447,17 +448,18 @@ private:
     // that completes it at once (an immediate grant, a rejection) takes it from there,
     // and only a queued waiter's goes into the table.
     void take_acquire(const acquire_command& c) {
-        std::optional<core::nanos> deadline;
-        if (c.deadline != core::never) deadline = c.deadline;
-        std::optional<std::uint64_t> weight;
-        if (c.weight != 0) weight = c.weight;
-        std::optional<std::uint64_t> max_leases;
-        if (c.capped) max_leases = c.max_leases;
+        core::event e = core::event::acquire(drain_now_, c.waiter, c.handle);
+        if (c.deadline != core::never) e.deadline = c.deadline;
+        if (c.weight != 0) e.weight = c.weight;
+        if (c.capped) e.set_max_leases(c.max_leases);
         if (handle_block* b = c.operation->block()) b->acquired();
         c.operation->arrived_at(drain_now_);
         arriving_ = {c.waiter, c.operation};
-        feed(core::event::acquire(drain_now_, c.waiter, c.handle, deadline, weight, max_leases));
-        if (arriving_.operation != nullptr) operations_.insert(arriving_.waiter, arriving_.operation);
+        feed(e);
+        if (arriving_.operation != nullptr) {  // queued
+            arriving_.operation->keep_work();
+            operations_.insert(arriving_.waiter, arriving_.operation);
+        }
         arriving_.operation = nullptr;
     }
 
@@ -466,21 +468,24 @@ private:
         return operations_.take(waiter);
     }
 
-    // A slot command fed to the core; a release first counts its lease back to its
-    // handle's block, which the actor held for the lease (perform) and lets go now.
     void feed_slot(const slot_command& c) {
-        if (c.kind == core::event_kind::release) {
-            if (std::shared_ptr<handle_block>& owner = lease_blocks_[c.slot]) {
-                owner->returned();
-                owner.reset();
-            }
-        }
+        if (c.kind == core::event_kind::release) return feed_release(c.slot, c.lease, c.outcome);
         feed(slot_event(c));
     }
 
+    // A release first counts its lease back to its handle's block, which the actor held
+    // for the lease (perform) and lets go now.
+    void feed_release(std::uint32_t slot, std::uint64_t lease, core::release_outcome outcome) {
+        if (std::shared_ptr<handle_block>& owner = lease_blocks_[slot]) {
+            owner->returned();
+            owner.reset();
+        }
+        feed(core::event::release(drain_now_, slot, lease, outcome));
+    }
+
+    // A slot event other than a release.
     [[nodiscard]] core::event slot_event(const slot_command& c) const noexcept {
         switch (c.kind) {
-            case core::event_kind::release: return core::event::release(drain_now_, c.slot, c.lease, c.outcome);
             case core::event_kind::checked:
                 return core::event::checked(drain_now_, c.slot, c.passed ? core::check_outcome::alive
                                                                         : core::check_outcome::dead);
@@ -582,8 +587,11 @@ private:
     // After the commands a drain served: the stats, the one timer, the close waiters.
     void after_serving() {
         if (counters_unpublished_) publish_counters();
-        const std::optional<core::nanos> deadline = closed_ ? std::nullopt : core_.next_deadline();
-        if (deadline != armed_) arm_timer(deadline);
+        if (closed_ || core_.surely_no_deadline()) {
+            if (armed_) arm_timer(std::nullopt);
+        } else if (const std::optional<core::nanos> deadline = core_.next_deadline(); deadline != armed_) {
+            arm_timer(deadline);
+        }
         if (closed_ && !close_reported_) report_closed();
     }
 
