@@ -688,9 +688,7 @@ TEST_F(adapter, one_actor_and_no_task_per_acquire_or_release) {
 }
 
 // An acquire is outstanding work on its handler's executor while the scheduler holds it
-// queued (io.run() would not return meanwhile), and none once it is delivered. Fed to
-// the scheduler directly and granted at once it takes no work of its own: its posted
-// completion is the work.
+// queued (io.run() would not return meanwhile), and none once it is delivered.
 TEST_F(adapter, a_queued_acquire_is_outstanding_work_until_it_is_delivered) {
     auto pool = make_pool(options(1, 1));
     settle();
@@ -698,7 +696,7 @@ TEST_F(adapter, a_queued_acquire_is_outstanding_work_until_it_is_delivered) {
     boost::asio::post(io, [&] { pool->async_acquire(record(held)); });  // fed directly, granted
     settle();
     ASSERT_TRUE(held.done);
-    EXPECT_TRUE(io.stopped());  // nothing outstanding: the grant took no work it kept
+    EXPECT_TRUE(io.stopped());  // nothing outstanding once the grant is delivered
     boost::asio::post(io, [&] { pool->async_acquire(record(queued)); });  // fed directly, queued
     settle();
     EXPECT_FALSE(queued.done);

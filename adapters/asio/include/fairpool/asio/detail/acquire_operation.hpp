@@ -1,8 +1,8 @@
 #pragma once
 // One pending acquire: the caller's completion handler, allocated with the handler's
 // associated allocator (Asio's recycling allocator when it has none, so a steady
-// stream of acquires reuses memory instead of allocating), plus, while it waits, a
-// work guard on the handler's executor (keep_work). The actor completes it by posting its delivery to that executor:
+// stream of acquires reuses memory instead of allocating), plus a work guard on the
+// handler's executor. The actor completes it by posting its delivery to that executor:
 // the handler never runs inside the actor, and its cancellation slot is cleared on the
 // handler's own executor, where Asio requires cancellation to be emitted.
 #include <boost/asio/associated_allocator.hpp>
@@ -20,7 +20,6 @@
 #include <cstdint>
 #include <memory>
 #include <new>
-#include <optional>
 #include <type_traits>
 #include <utility>
 
@@ -39,16 +38,6 @@ public:
     // handlers), which also breaks the pool ↔ handler reference cycle.
     void abandon() noexcept { abandon_(this); }
 
-    // From now until its delivery the handler's executor counts this operation as
-    // outstanding work, as Asio requires of a pending operation (its io_context::run()
-    // does not return meanwhile). Called before the acquire is pushed into the mailbox,
-    // or by the actor when the scheduler queues it; idempotent. An acquire fed to the
-    // scheduler directly and completed in that step never needs it: from its initiating
-    // function on, the delivery posted to that executor is the work. (Only for a handler
-    // on an io_context's executor, whose work count cannot throw; on any other the
-    // operation keeps work from its construction.)
-    void keep_work() noexcept { keep_work_(this); }
-
     // Its handle's block (null for pool.async_acquire), valid until it is delivered.
     [[nodiscard]] handle_block* block() const noexcept { return block_; }
     // On the actor, at its grant: the block's ownership, for the lease's time (the
@@ -63,15 +52,13 @@ public:
 protected:
     using complete_fn = void (*)(acquire_operation*, const boost::system::error_code&, std::uint32_t, std::uint64_t);
     using abandon_fn = void (*)(acquire_operation*) noexcept;
-    using keep_work_fn = void (*)(acquire_operation*) noexcept;
-    acquire_operation(complete_fn c, abandon_fn a, keep_work_fn k, std::shared_ptr<handle_block> block) noexcept
-        : complete_(c), abandon_(a), keep_work_(k), block_(block.get()), block_owner_(std::move(block)) {}
+    acquire_operation(complete_fn c, abandon_fn a, std::shared_ptr<handle_block> block) noexcept
+        : complete_(c), abandon_(a), block_(block.get()), block_owner_(std::move(block)) {}
     ~acquire_operation() = default;
 
 private:
     complete_fn complete_;
     abandon_fn abandon_;
-    keep_work_fn keep_work_;
     handle_block* block_;
     std::shared_ptr<handle_block> block_owner_;  // until the grant (take_block_owner)
     core::nanos arrived_ = 0;
@@ -160,15 +147,10 @@ private:
     typed_acquire_operation(Handler&& handler, const DefaultExecutor& ex, std::shared_ptr<State> state,
                             std::shared_ptr<handle_block> block)
         : acquire_operation(&typed_acquire_operation::do_complete, &typed_acquire_operation::do_abandon,
-                            &typed_acquire_operation::do_keep_work, std::move(block)),
-          executor_(boost::asio::get_associated_executor(handler, ex)),
+                            std::move(block)),
+          work_(boost::asio::get_associated_executor(handler, ex)),
           handler_(std::move(handler)),
-          state_(std::move(state)) {
-        if constexpr (!work_when_kept) work_.emplace(executor_);
-    }
-
-    // keep_work() takes the work guard (else the constructor does).
-    static constexpr bool work_when_kept = std::is_same_v<executor_type, boost::asio::io_context::executor_type>;
+          state_(std::move(state)) {}
 
     // The outcome, run on the handler's executor. If that executor's context is
     // destroyed first, the delivery is destroyed without running: the operation and its
@@ -249,19 +231,12 @@ private:
         static_cast<typed_acquire_operation*>(base)->finish_without_upcall();
     }
 
-    static void do_keep_work(acquire_operation* base) noexcept {
-        if constexpr (work_when_kept) {
-            auto* op = static_cast<typed_acquire_operation*>(base);
-            if (!op->work_) op->work_.emplace(op->executor_);
-        }
-    }
-
     static void do_complete(acquire_operation* base, const boost::system::error_code& ec, std::uint32_t slot,
                             std::uint64_t lease) {
         auto* op = static_cast<typed_acquire_operation*>(base);
         op->outcome_ = {ec, slot, lease};
         // A copy: once posted, the delivery may run on another thread and free the op.
-        const executor_type executor = op->executor_;
+        const auto executor = op->work_.get_executor();
         // Through the concrete executor when a type-erased one holds an io_context's.
         if constexpr (std::is_same_v<executor_type, boost::asio::any_io_executor>) {
             if (const auto* io = executor.template target<boost::asio::io_context::executor_type>())
@@ -277,9 +252,8 @@ private:
         std::uint64_t lease = 0;
     };
 
-    executor_type executor_;  // the handler's
     outcome outcome_;
-    std::optional<boost::asio::executor_work_guard<executor_type>> work_;  // keep_work
+    boost::asio::executor_work_guard<executor_type> work_;
     Handler handler_;
     std::shared_ptr<State> state_;
 };

@@ -178,7 +178,6 @@ public:
         const acquire_command command{op, waiter, handle, deadline, max_leases.value_or(0), weight,
                                       max_leases.has_value()};
         if (fed_directly([&] { take_acquire(command); })) return;
-        op->keep_work();
         const bool pushed = mailbox_.acquires.bounded_push(command);
         FAIRPOOL_ASSERT(pushed);  // admission keeps at most limit_ in flight
         announce(command_kind::acquire);
@@ -456,10 +455,7 @@ private:
         c.operation->arrived_at(drain_now_);
         arriving_ = {c.waiter, c.operation};
         feed(e);
-        if (arriving_.operation != nullptr) {  // queued
-            arriving_.operation->keep_work();
-            operations_.insert(arriving_.waiter, arriving_.operation);
-        }
+        if (arriving_.operation != nullptr) operations_.insert(arriving_.waiter, arriving_.operation);
         arriving_.operation = nullptr;
     }
 
