@@ -20,7 +20,7 @@ public:
         : state_(std::move(other.state_)), slot_(other.slot_), id_(other.id_), dirty_(other.dirty_) {}
     lease& operator=(lease&& other) noexcept {
         if (this != &other) {
-            if (state_) give_back();
+            release();
             state_ = std::move(other.state_);
             slot_ = other.slot_, id_ = other.id_, dirty_ = other.dirty_;
         }
@@ -28,9 +28,7 @@ public:
     }
     lease(const lease&) = delete;
     lease& operator=(const lease&) = delete;
-    ~lease() {
-        if (state_) give_back();  // a moved-from lease (most of them) costs a test
-    }
+    ~lease() { release(); }
 
     [[nodiscard]] explicit operator bool() const noexcept { return state_ != nullptr; }
     [[nodiscard]] Resource& operator*() const noexcept { return state_->resource(slot_); }
@@ -40,7 +38,8 @@ public:
     void mark_dirty() noexcept { dirty_ = true; }
     [[nodiscard]] bool dirty() const noexcept { return dirty_; }
 
-    // Gives the resource back now; the lease becomes empty. Idempotent.
+    // Gives the resource back now; the lease becomes empty. Idempotent. Inline, the
+    // work out of line: a moved-from lease (most of them) costs a test.
     void release() noexcept {
         if (state_) give_back();
     }

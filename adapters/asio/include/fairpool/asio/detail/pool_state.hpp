@@ -184,8 +184,8 @@ public:
     }
 
     void release(std::uint32_t slot, std::uint64_t lease, core::release_outcome outcome) noexcept {
-        const slot_command command{core::event_kind::release, slot, lease, outcome, true};
-        if (!fed_directly([&] { feed_release(slot, lease, outcome); })) push_slot_command(command);
+        if (!fed_directly([&] { feed_release(slot, lease, outcome); }))
+            push_slot_command(slot_command{core::event_kind::release, slot, lease, outcome, true});
     }
 
     void deregister(std::uint64_t handle) noexcept {
