@@ -7,8 +7,9 @@
 //                           if it was idle otherwise, it posts one drain. On the
 //                           executor with the actor idle and nothing pending, an
 //                           acquire or release is fed to the core directly instead.
-//   drain (holds the actor) read the clock once; serve the pending kinds (at most a
-//                           budget of commands: the rest goes on in a posted drain);
+//   drain (holds the actor) read the time once (drain_clock.hpp); serve the pending
+//                           kinds (at most a budget of commands: the rest goes on in
+//                           a posted drain);
 //                           publish the counters; arm the one deadline timer; let go,
 //                           re-checking the mailbox.
 //   feed                    one core step; record it (a copy into the flight
@@ -44,6 +45,7 @@
 #include "fairpool/asio/detail/acquire_operation.hpp"
 #include "fairpool/asio/detail/closing.hpp"
 #include "fairpool/asio/detail/commands.hpp"
+#include "fairpool/asio/detail/drain_clock.hpp"
 #include "fairpool/asio/detail/mailbox.hpp"
 #include "fairpool/asio/detail/operation_table.hpp"
 #include "fairpool/asio/detail/pool_registry.hpp"
@@ -84,6 +86,7 @@ public:
           executor_(std::move(ex)),
           io_executor_(executor_.target<boost::asio::io_context::executor_type>()),
           epoch_(Clock::now()),
+          clock_(epoch_),
           core_(options_.scheduler),
           recorder_(options_.recording ? std::make_unique<flight_recorder>(*options_.recording, core_) : nullptr),
           lease_blocks_(slot_capacity()),
@@ -136,10 +139,9 @@ public:
         return recorder_->status();
     }
 
-    // Nanoseconds since the pool was created, by the Clock: the scheduler's clock.
-    [[nodiscard]] core::nanos now() const noexcept {
-        return static_cast<core::nanos>(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - epoch_).count());
-    }
+    // Nanoseconds since the pool was created, by the Clock itself (any thread; a drain
+    // reads drain_clock.hpp's).
+    [[nodiscard]] core::nanos now() const noexcept { return clock_.exact(); }
 
     [[nodiscard]] core::nanos deadline_after(std::chrono::nanoseconds timeout) const noexcept {
         return timeout.count() <= 0 ? now() : now() + static_cast<core::nanos>(timeout.count());
@@ -369,7 +371,7 @@ private:
 
     void begin_drain() noexcept {
         drains_run_.store(drains_run_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-        drain_now_ = std::max(drain_now_, now());  // one clock read per drain; never back
+        drain_now_ = std::max(drain_now_, clock_.read());  // one clock read per drain; never back
     }
 
     void serve_and_finish(std::uint32_t budget) {
@@ -620,6 +622,7 @@ private:
     // completion already queued when the timer was re-armed). Either way the timer is
     // re-armed after this drain, at the next deadline.
     void on_timer_expired() {
+        drain_now_ = std::max(drain_now_, clock_.fresh());  // the Clock's own time, which fired it
         if (armed_ && drain_now_ >= *armed_) feed(core::event::tick(drain_now_));
         armed_.reset();
     }
@@ -629,6 +632,7 @@ private:
     const boost::asio::io_context::executor_type* io_executor_;  // into executor_, if it is one
     std::optional<timer_type> timer_;  // armed at next_deadline()
     const time_point epoch_;
+    drain_clock<Clock> clock_;  // the drain's reads: owned by the actor but for exact()
 
     // Owned by the actor (touched only by the drain holding it).
     core::scheduler core_;
