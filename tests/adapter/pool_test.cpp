@@ -14,6 +14,7 @@
 #include <boost/asio/use_future.hpp>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/deferred.hpp>
+#include <array>
 #include <future>
 #include <sstream>
 #include <thread>
@@ -708,6 +709,28 @@ TEST_F(adapter, a_queued_acquire_is_outstanding_work_until_it_is_delivered) {
     EXPECT_TRUE(io.stopped());  // its work ended with its delivery
 }
 
+// An acquire pushed into the mailbox (its caller is not on the pool's executor) is
+// outstanding work on its handler's executor, here another io_context's, from its
+// initiating function on: that context's run() would not return while the drain that
+// grants it has not run yet. None is left once it is delivered.
+TEST_F(adapter, an_acquire_in_the_mailbox_is_outstanding_work_on_its_handlers_executor) {
+    auto pool = make_pool(options(1, 1));
+    settle();
+    boost::asio::io_context handler_io;
+    outcome granted;
+    pool->async_acquire(boost::asio::bind_executor(handler_io, record(granted)));  // pushed: off the executor
+    handler_io.poll();
+    EXPECT_FALSE(handler_io.stopped());  // the acquire waits in the mailbox: work
+    settle();                            // the drain grants it, posting to handler_io
+    handler_io.restart();
+    handler_io.poll();
+    ASSERT_TRUE(granted.done);
+    EXPECT_FALSE(granted.ec);
+    EXPECT_TRUE(handler_io.stopped());  // delivered: no work left
+    granted.lease.release();
+    settle();
+}
+
 TEST_F(adapter, every_completion_token_works) {
     auto pool = make_pool(options(2, 2));
     settle();
@@ -763,6 +786,38 @@ TEST_F(adapter, a_use_future_rejection_throws_system_error_with_its_code) {
         EXPECT_EQ(outcome_of.get().first, make_error_code(error::timeout));
     }
     runner.join();
+}
+
+// Waiter ids come from two sources (an acquire with a cancellation slot takes an odd one
+// on its caller's thread, any other an even one from the actor): queued side by side,
+// none is taken for another (the scheduler refuses a duplicate id, which is fatal in
+// the actor), and a cancel reaches exactly the waiter it was meant for.
+TEST_F(adapter, waiters_with_and_without_a_cancellation_slot_never_share_an_id) {
+    outcome holder;
+    auto pool = one_slot_held(holder);
+    std::array<outcome, 3> plain;
+    std::array<outcome, 3> cancellable;
+    std::array<boost::asio::cancellation_signal, 3> signals;
+    for (std::size_t i = 0; i < 3; ++i) {
+        pool->async_acquire(record(plain[i]));
+        pool->async_acquire(boost::asio::bind_cancellation_slot(signals[i].slot(), record(cancellable[i])));
+    }
+    settle();
+    EXPECT_EQ(pool->stats().queued_waiters, 6u);
+    signals[1].emit(boost::asio::cancellation_type::terminal);
+    settle();
+    EXPECT_EQ(cancellable[1].ec, boost::asio::error::operation_aborted);
+    EXPECT_EQ(pool->stats().queued_waiters, 5u);
+    // FIFO from here: each release grants the next waiter in the order they were queued.
+    const std::array<outcome*, 5> order{&plain[0], &cancellable[0], &plain[1], &plain[2], &cancellable[2]};
+    for (outcome* next : order) {
+        holder.lease.release();
+        settle();
+        ASSERT_TRUE(next->done);
+        EXPECT_FALSE(next->ec);
+        holder.lease = std::move(next->lease);
+    }
+    EXPECT_EQ(pool->stats().queued_waiters, 0u);
 }
 
 TEST_F(adapter, a_foreign_thread_cancels_by_posting_the_emit_to_the_handlers_executor) {

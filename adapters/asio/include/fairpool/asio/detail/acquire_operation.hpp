@@ -1,21 +1,22 @@
 #pragma once
 // One pending acquire: the caller's completion handler, allocated with the handler's
 // associated allocator (Asio's recycling allocator when it has none, so a steady
-// stream of acquires reuses memory instead of allocating), plus a work guard on the
-// handler's executor. The actor completes it by posting its delivery to that executor:
+// stream of acquires reuses memory instead of allocating), plus the work it counts on
+// the handler's executor while it waits (handler_work.hpp). The actor completes it by
+// posting its delivery to that executor:
 // the handler never runs inside the actor, and its cancellation slot is cleared on the
 // handler's own executor, where Asio requires cancellation to be emitted.
 #include <boost/asio/associated_allocator.hpp>
 #include <boost/asio/associated_cancellation_slot.hpp>
 #include <boost/asio/associated_executor.hpp>
 #include <boost/asio/any_io_executor.hpp>
-#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/recycling_allocator.hpp>
 #include <boost/system/error_code.hpp>
 
 #include "fairpool/asio/detail/handle_block.hpp"
+#include "fairpool/asio/detail/handler_work.hpp"
 #include "fairpool/core/event.hpp"
 #include <cstdint>
 #include <memory>
@@ -38,6 +39,11 @@ public:
     // handlers), which also breaks the pool ↔ handler reference cycle.
     void abandon() noexcept { abandon_(this); }
 
+    // From now until its delivery the operation is outstanding work on its handler's
+    // executor (handler_work.hpp): called before the acquire is pushed into the mailbox,
+    // and by the actor when the scheduler queues it; idempotent.
+    void keep_work() noexcept { keep_work_(this); }
+
     // Its handle's block (null for pool.async_acquire), valid until it is delivered.
     [[nodiscard]] handle_block* block() const noexcept { return block_; }
     // On the actor, at its grant: the block's ownership, for the lease's time (the
@@ -52,13 +58,15 @@ public:
 protected:
     using complete_fn = void (*)(acquire_operation*, const boost::system::error_code&, std::uint32_t, std::uint64_t);
     using abandon_fn = void (*)(acquire_operation*) noexcept;
-    acquire_operation(complete_fn c, abandon_fn a, std::shared_ptr<handle_block> block) noexcept
-        : complete_(c), abandon_(a), block_(block.get()), block_owner_(std::move(block)) {}
+    using keep_work_fn = void (*)(acquire_operation*) noexcept;
+    acquire_operation(complete_fn c, abandon_fn a, keep_work_fn k, std::shared_ptr<handle_block> block) noexcept
+        : complete_(c), abandon_(a), keep_work_(k), block_(block.get()), block_owner_(std::move(block)) {}
     ~acquire_operation() = default;
 
 private:
     complete_fn complete_;
     abandon_fn abandon_;
+    keep_work_fn keep_work_;
     handle_block* block_;
     std::shared_ptr<handle_block> block_owner_;  // until the grant (take_block_owner)
     core::nanos arrived_ = 0;
@@ -147,7 +155,7 @@ private:
     typed_acquire_operation(Handler&& handler, const DefaultExecutor& ex, std::shared_ptr<State> state,
                             std::shared_ptr<handle_block> block)
         : acquire_operation(&typed_acquire_operation::do_complete, &typed_acquire_operation::do_abandon,
-                            std::move(block)),
+                            &typed_acquire_operation::do_keep_work, std::move(block)),
           work_(boost::asio::get_associated_executor(handler, ex)),
           handler_(std::move(handler)),
           state_(std::move(state)) {}
@@ -231,6 +239,10 @@ private:
         static_cast<typed_acquire_operation*>(base)->finish_without_upcall();
     }
 
+    static void do_keep_work(acquire_operation* base) noexcept {
+        static_cast<typed_acquire_operation*>(base)->work_.keep();
+    }
+
     static void do_complete(acquire_operation* base, const boost::system::error_code& ec, std::uint32_t slot,
                             std::uint64_t lease) {
         auto* op = static_cast<typed_acquire_operation*>(base);
@@ -253,7 +265,7 @@ private:
     };
 
     outcome outcome_;
-    boost::asio::executor_work_guard<executor_type> work_;
+    handler_work<executor_type> work_;
     Handler handler_;
     std::shared_ptr<State> state_;
 };

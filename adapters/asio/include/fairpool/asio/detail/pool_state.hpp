@@ -166,9 +166,14 @@ public:
             return;
         }
         if (block) block->outstanding.fetch_add(1, std::memory_order_acq_rel);
-        const std::uint64_t waiter = next_waiter_.fetch_add(1, std::memory_order_relaxed);
+        // A waiter id now only for a cancellation slot, whose cancel must name the waiter
+        // (odd ids); else the actor gives one when the acquire reaches it (even ids).
+        std::uint64_t waiter = 0;
         auto slot = boost::asio::get_associated_cancellation_slot(handler);
-        if (slot.is_connected()) slot.template emplace<cancel_request>(this, waiter);
+        if (slot.is_connected()) {
+            waiter = next_waiter_.fetch_add(2, std::memory_order_relaxed);
+            slot.template emplace<cancel_request>(this, waiter);
+        }
         acquire_operation* op = nullptr;
         if (io_executor_ != nullptr) {
             using operation = typed_acquire_operation<pool_state, Handler, boost::asio::io_context::executor_type>;
@@ -180,6 +185,7 @@ public:
         const acquire_command command{op, waiter, handle, deadline, max_leases.value_or(0), weight,
                                       max_leases.has_value()};
         if (fed_directly([&] { take_acquire(command); })) return;
+        op->keep_work();
         const bool pushed = mailbox_.acquires.bounded_push(command);
         FAIRPOOL_ASSERT(pushed);  // admission keeps at most limit_ in flight
         announce(command_kind::acquire);
@@ -449,15 +455,19 @@ private:
     // that completes it at once (an immediate grant, a rejection) takes it from there,
     // and only a queued waiter's goes into the table.
     void take_acquire(const acquire_command& c) {
-        core::event e = core::event::acquire(drain_now_, c.waiter, c.handle);
+        const std::uint64_t waiter = c.waiter != 0 ? c.waiter : (actor_waiter_ += 2);
+        core::event e = core::event::acquire(drain_now_, waiter, c.handle);
         if (c.deadline != core::never) e.deadline = c.deadline;
         if (c.weight != 0) e.weight = c.weight;
         if (c.capped) e.set_max_leases(c.max_leases);
         if (handle_block* b = c.operation->block()) b->acquired();
         c.operation->arrived_at(drain_now_);
-        arriving_ = {c.waiter, c.operation};
+        arriving_ = {waiter, c.operation};
         feed(e);
-        if (arriving_.operation != nullptr) operations_.insert(arriving_.waiter, arriving_.operation);
+        if (arriving_.operation != nullptr) {  // queued
+            arriving_.operation->keep_work();
+            operations_.insert(arriving_.waiter, arriving_.operation);
+        }
         arriving_.operation = nullptr;
     }
 
@@ -640,6 +650,7 @@ private:
     std::vector<std::shared_ptr<handle_block>> lease_blocks_;  // per slot: its lease's handle's block, if any
     core::nanos drain_now_ = 0;
     std::optional<core::nanos> armed_;
+    std::uint64_t actor_waiter_ = 0;  // the last even waiter id given (take_acquire)
     struct {
         std::uint64_t waiter = 0;
         acquire_operation* operation = nullptr;
@@ -654,7 +665,7 @@ private:
     const std::uint32_t limit_;
     std::atomic<std::uint32_t> outstanding_{0};
     std::atomic<bool> shutting_down_{false};  // request_shutdown was called
-    std::atomic<std::uint64_t> next_waiter_{1};
+    std::atomic<std::uint64_t> next_waiter_{1};  // odd waiter ids, for acquires with a cancellation slot
     std::atomic<std::uint64_t> next_handle_{1};
     std::atomic<std::uint64_t> drains_posted_{0};
     std::atomic<std::uint64_t> busy_rejections_{0};
