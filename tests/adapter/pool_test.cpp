@@ -266,6 +266,111 @@ TEST_F(adapter, a_full_mailbox_completes_busy_at_once) {
     EXPECT_EQ(make_error_code(error::busy), boost::system::errc::resource_unavailable_try_again);
 }
 
+// On the pool's executor an acquire without a cancellation slot is fed to the core
+// directly and counts as outstanding only once the scheduler queues it: one granted at
+// once takes none of the admission's room, a queued one does (here L = max_waiters 1 +
+// mailbox_capacity 1 = 2).
+TEST_F(adapter, an_acquire_fed_directly_counts_as_outstanding_once_queued) {
+    auto o = options(1, 1);
+    o.scheduler.max_waiters = 1;
+    o.mailbox_capacity = 1;
+    auto pool = make_pool(o);
+    settle();
+    outcome granted, queued, admitted, refused;
+    boost::asio::post(io, [&] {
+        pool->async_acquire(record(granted));  // granted in its own step: not counted
+        pool->async_acquire(record(queued));   // queued: 1 outstanding
+    });
+    settle();
+    ASSERT_TRUE(granted.done);
+    EXPECT_FALSE(queued.done);
+    // From off the executor, through the mailbox: one more is admitted (2), the next busy.
+    pool->async_acquire(record(admitted));
+    pool->async_acquire(record(refused));
+    settle();
+    EXPECT_EQ(admitted.ec, make_error_code(error::saturated));  // reached the full scheduler
+    EXPECT_EQ(refused.ec, make_error_code(error::busy));
+    EXPECT_EQ(pool->stats().busy_rejections, 1u);
+    granted.lease.release();
+    settle();
+    EXPECT_FALSE(queued.ec);
+    EXPECT_TRUE(queued.lease);
+}
+
+// The admission of an acquire fed directly is checked inside the drain: with limit_
+// acquires outstanding (delivered to no handler yet), it completes busy, not saturated,
+// and nothing reaches the scheduler.
+TEST_F(adapter, an_acquire_fed_directly_is_refused_busy_at_the_limit) {
+    auto o = options(1, 1);
+    o.scheduler.max_waiters = 1;
+    o.mailbox_capacity = 1;
+    auto pool = make_pool(o);
+    settle();
+    outcome granted, queued, saturated, refused;
+    boost::asio::cancellation_signal s1, s2;  // a cancellation slot: admitted on the caller's thread
+    boost::asio::post(io, [&] {
+        pool->async_acquire(record(granted));
+        pool->async_acquire(boost::asio::bind_cancellation_slot(s1.slot(), record(queued)));     // 1
+        pool->async_acquire(boost::asio::bind_cancellation_slot(s2.slot(), record(saturated)));  // 2
+        pool->async_acquire(record(refused));  // 2 outstanding: busy
+    });
+    settle();
+    EXPECT_EQ(saturated.ec, make_error_code(error::saturated));
+    EXPECT_EQ(refused.ec, make_error_code(error::busy));
+    EXPECT_EQ(refused.completions, 1);
+    EXPECT_EQ(pool->stats().acquires, 3u);
+    EXPECT_EQ(pool->stats().busy_rejections, 1u);
+    granted.lease.release();
+    settle();
+    EXPECT_TRUE(queued.lease);
+}
+
+// On the pool's executor but with a drain already scheduled, an acquire goes through
+// the mailbox after all: admitted there, and counted back at its delivery, so rounds of
+// it leave no room taken (L = 2 here: two lost counts would make the last acquire busy).
+TEST_F(adapter, an_acquire_that_finds_the_actor_scheduled_is_counted_and_counted_back) {
+    auto o = options(2, 2);
+    o.scheduler.max_waiters = 1;
+    o.mailbox_capacity = 1;
+    auto pool = make_pool(o);
+    settle();
+    for (int round = 0; round < 3; ++round) {
+        outcome on_executor, off_executor;
+        const std::uint64_t posted = pool->drains_posted();
+        boost::asio::post(io, [&] { pool->async_acquire(record(on_executor)); });  // runs first
+        pool->async_acquire(record(off_executor));  // schedules a drain behind it
+        EXPECT_EQ(pool->drains_posted(), posted + 1);
+        settle();
+        ASSERT_TRUE(on_executor.done && off_executor.done) << "round " << round;
+        EXPECT_FALSE(on_executor.ec) << "round " << round;
+        EXPECT_FALSE(off_executor.ec) << "round " << round;
+        on_executor.lease.release();
+        off_executor.lease.release();
+        settle();
+    }
+    outcome last;
+    pool->async_acquire(record(last));
+    settle();
+    EXPECT_FALSE(last.ec);
+    EXPECT_EQ(pool->stats().busy_rejections, 0u);
+}
+
+// A handle destroyed on the pool's executor while its acquire, fed directly, waits in
+// the scheduler: the acquire was counted when it was queued, so the handle sends its
+// deregistration and the waiter is rejected `deregistered`.
+TEST_F(adapter, a_handle_deregisters_an_acquire_fed_directly_and_queued) {
+    outcome holder;
+    auto pool = one_slot_held(holder);
+    outcome waiter;
+    boost::asio::post(io, [&] {
+        auto tenant = pool->make_handle();
+        tenant.async_acquire(record(waiter));
+    });  // tenant destroyed
+    settle();
+    EXPECT_EQ(waiter.ec, make_error_code(error::deregistered));
+    EXPECT_EQ(pool->stats().queued_waiters, 0u);
+}
+
 TEST_F(adapter, explicit_close_with_blocked_waiters) {
     auto pool = make_pool(options(1, 1));
     settle();
@@ -920,6 +1025,12 @@ TEST_F(adapter, invalid_options_are_refused_naming_the_field) {
     o.scheduler.max_waiters = 32000;
     o.mailbox_capacity = 1000;
     EXPECT_THROW(make_pool(o), core::config_error);
+    // The largest mailbox: its queues' storage (a deregistration queue of 2(L + 1)
+    // and a dummy node) is still within Boost.Lockfree's 65535 nodes; one more is refused.
+    o.mailbox_capacity = 766;
+    EXPECT_NO_THROW(make_pool(o));
+    o.mailbox_capacity = 767;
+    EXPECT_EQ(validate(o).value_or(""), "mailbox_capacity: max_waiters + mailbox_capacity is 32767, above 32766");
     o = options(0);
     try {
         make_pool(o);

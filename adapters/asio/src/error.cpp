@@ -49,9 +49,9 @@ const boost::system::error_category& category() noexcept {
 std::optional<std::string> validate(const pool_options& o) {
     if (auto why = core::validate(o.scheduler)) return "scheduler." + *why;
     if (o.mailbox_capacity < 1) return std::string("mailbox_capacity: must be at least 1");
-    if (o.scheduler.max_waiters + o.mailbox_capacity > 32767)
+    if (o.scheduler.max_waiters + o.mailbox_capacity > 32766)
         return "mailbox_capacity: max_waiters + mailbox_capacity is " +
-               std::to_string(o.scheduler.max_waiters + o.mailbox_capacity) + ", above 32767";
+               std::to_string(o.scheduler.max_waiters + o.mailbox_capacity) + ", above 32766";
     if (o.retire_grace.count() < 0) return std::string("retire_grace: must not be negative");
     if (o.check_timeout.count() <= 0) return std::string("check_timeout: must be positive");
     if (o.reset_timeout.count() <= 0) return std::string("reset_timeout: must be positive");

@@ -17,7 +17,7 @@ struct pool_options {
     // Acquires that may be in flight beyond the queued waiters (in the mailbox, or
     // completed but not yet delivered to their handlers). Past max_waiters +
     // mailbox_capacity outstanding acquires, a new one completes at once with
-    // error::busy. max_waiters + mailbox_capacity must be at most 32767 (the
+    // error::busy. max_waiters + mailbox_capacity must be at most 32766 (the
     // lock-free queues address their fixed storage with 16-bit indices).
     std::uint32_t mailbox_capacity = 1024;
 

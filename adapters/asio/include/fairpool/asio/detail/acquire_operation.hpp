@@ -46,6 +46,11 @@ public:
 
     // Its handle's block (null for pool.async_acquire), valid until it is delivered.
     [[nodiscard]] handle_block* block() const noexcept { return block_; }
+    // Whether it counts among the pool's outstanding acquires and its handle's (the
+    // pool's admission): from its initiating function on, or, fed to the scheduler
+    // directly, from when the scheduler queues it; its delivery counts it back.
+    [[nodiscard]] bool counted() const noexcept { return counted_; }
+    void set_counted() noexcept { counted_ = true; }
     // On the actor, at its grant: the block's ownership, for the lease's time (the
     // operation keeps the raw pointer, to count its delivery, which comes before the
     // lease exists and so before its release).
@@ -70,6 +75,7 @@ private:
     handle_block* block_;
     std::shared_ptr<handle_block> block_owner_;  // until the grant (take_block_owner)
     core::nanos arrived_ = 0;
+    bool counted_ = false;
 };
 
 // One cached block per operation type and thread, for handlers without an allocator of
@@ -105,7 +111,7 @@ template <class Handler>
 using handler_allocator_t = boost::asio::associated_allocator_t<Handler, boost::asio::recycling_allocator<void>>;
 
 // State: the pool's actor type; it provides lease_type, make_lease(state, slot, lease)
-// (static), operation_delivered(block) and release(slot, lease, outcome). Handler:
+// (static), operation_delivered(block, counted) and release(slot, lease, outcome). Handler:
 // void(error_code, lease_type).
 // DefaultExecutor: the pool's executor, as the concrete io_context executor when it is
 // one (a work guard and a post through it cost no type erasure), for a handler without
@@ -192,13 +198,14 @@ private:
             std::shared_ptr<State> state(std::move(o->state_));
             // After a grant the actor owns the block for the lease's time (owner is null).
             handle_block* block = o->block();
+            const bool counted = o->counted();
             std::shared_ptr<handle_block> owner = o->take_block_owner();
             {
                 auto work = std::move(o->work_);
                 o->~typed_acquire_operation();
                 deallocate(alloc, o);
             }
-            state->operation_delivered(block);
+            state->operation_delivered(block, counted);
             owner.reset();
             // The operation's reference to the pool moves into the lease; a rejection drops
             // it before the upcall: a handler on a foreign executor (the system executor
@@ -226,13 +233,14 @@ private:
         const allocator_type alloc = boost::asio::get_associated_allocator(handler_, boost::asio::recycling_allocator<void>());
         std::shared_ptr<State> state(std::move(state_));
         handle_block* block = this->block();
+        const bool counted = this->counted();
         std::shared_ptr<handle_block> owner = take_block_owner();
         {
             auto work = std::move(work_);
             this->~typed_acquire_operation();
             deallocate(alloc, this);
         }
-        state->operation_delivered(block);
+        state->operation_delivered(block, counted);
     }
 
     static void do_abandon(acquire_operation* base) noexcept {

@@ -37,9 +37,9 @@ private:
 template <counts_work_without_throwing Executor>
 class handler_work<Executor> {
 public:
-    explicit handler_work(const Executor& ex) noexcept : executor_(ex) {}
+    explicit handler_work(Executor ex) noexcept : executor_(std::move(ex)) {}
     handler_work(handler_work&& other) noexcept
-        : executor_(other.executor_), counted_(std::exchange(other.counted_, false)) {}
+        : executor_(std::move(other.executor_)), counted_(std::exchange(other.counted_, false)) {}
     handler_work(const handler_work&) = delete;
     handler_work& operator=(const handler_work&) = delete;
     handler_work& operator=(handler_work&&) = delete;

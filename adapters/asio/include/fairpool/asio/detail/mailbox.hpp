@@ -7,13 +7,19 @@
 // the last asked for, and nothing can overflow).
 //
 // Capacities, so that a command that cannot be refused never finds its queue full
-// (L = max_waiters + mailbox_capacity, the limit on outstanding acquires, admission):
-//   acquires ..... L
+// (L = max_waiters + mailbox_capacity, the limit on outstanding acquires, admission;
+// the actor may count one acquire beyond it, fed directly and queued after its own
+// admission check: at most L + 1 outstanding):
+//   acquires ..... L: only acquires admitted on their caller's thread are pushed
 //   slot events .. slot_capacity: per slot at most one release, or spawn, check, reset
 //                  or retire result
-//   cancels ...... 2L: each operation sends at most one, and between two drains at most
-//                  L operations end and L begin
-//   deregisters .. 2L: only a handle with an outstanding acquire sends one (same bound)
+//   cancels ...... 2L: only an acquire with a cancellation slot sends one, at most one,
+//                  and such acquires are all admitted on their caller's thread: between
+//                  two drains at most L of them end and L begin
+//   deregisters .. 2(L + 1): only a handle with an outstanding acquire sends one (the
+//                  same bound, with L + 1)
+// Boost.Lockfree's fixed-size queues hold at most 65535 nodes (one of them a dummy):
+// hence L <= 32766 (validate, error.cpp).
 #include <boost/lockfree/queue.hpp>
 #include <atomic>
 #include <cstddef>
@@ -60,7 +66,7 @@ struct mailbox {
         : acquires(acquire_limit),
           slot_events(slot_capacity),
           cancels(2 * std::size_t{acquire_limit}),
-          deregisters(2 * std::size_t{acquire_limit}) {}
+          deregisters(2 * (std::size_t{acquire_limit} + 1)) {}
 
     template <class T>
     using queue = boost::lockfree::queue<T, boost::lockfree::fixed_sized<true>>;

@@ -157,19 +157,17 @@ public:
                        std::shared_ptr<handle_block> block, core::nanos deadline, std::uint32_t weight,
                        std::optional<std::uint64_t> max_leases) {
         FAIRPOOL_DEBUG_ASSERT(self.get() == this);
-        if (outstanding_.fetch_add(1, std::memory_order_acq_rel) >= limit_) {
-            outstanding_.fetch_sub(1, std::memory_order_acq_rel);
-            busy_rejections_.fetch_add(1, std::memory_order_relaxed);
-            if (block) block->refused_busy();
-            auto ex = boost::asio::get_associated_executor(handler, executor_);
-            boost::asio::post(ex, boost::asio::append(std::move(handler), make_error_code(error::busy), lease_type()));
-            return;
-        }
-        if (block) block->outstanding.fetch_add(1, std::memory_order_acq_rel);
+        auto slot = boost::asio::get_associated_cancellation_slot(handler);
+        // Admission: at most limit_ acquires outstanding (the mailbox's bound). One without
+        // a cancellation slot, started on the pool's executor, may be fed to the core
+        // directly: it is then admitted inside that drain and counted only if the
+        // scheduler queues it (take_acquire), since one completed in that very step can
+        // send nothing more. Any other is admitted and counted here.
+        const bool count_when_queued = !slot.is_connected() && on_pool_executor();
+        if (!count_when_queued && !admit(block.get())) return refuse_busy(std::move(handler), block.get());
         // A waiter id now only for a cancellation slot, whose cancel must name the waiter
         // (odd ids); else the actor gives one when the acquire reaches it (even ids).
         std::uint64_t waiter = 0;
-        auto slot = boost::asio::get_associated_cancellation_slot(handler);
         if (slot.is_connected()) {
             waiter = next_waiter_.fetch_add(2, std::memory_order_relaxed);
             slot.template emplace<cancel_request>(this, waiter);
@@ -182,9 +180,14 @@ public:
             using operation = typed_acquire_operation<pool_state, Handler, executor_type>;
             op = operation::create(std::move(handler), executor_, self, std::move(block));
         }
+        if (!count_when_queued) op->set_counted();
         const acquire_command command{op, waiter, handle, deadline, max_leases.value_or(0), weight,
                                       max_leases.has_value()};
         if (fed_directly([&] { take_acquire(command); })) return;
+        if (!op->counted()) {  // the actor was not idle: through the mailbox after all
+            if (!admit(op->block())) return refuse_busy(op);
+            op->set_counted();
+        }
         op->keep_work();
         const bool pushed = mailbox_.acquires.bounded_push(command);
         FAIRPOOL_ASSERT(pushed);  // admission keeps at most limit_ in flight
@@ -238,7 +241,9 @@ public:
         return lease_type(std::move(self), slot, lease);
     }
 
-    void operation_delivered(handle_block* block) noexcept {
+    // An operation's outcome reached its handler (or was dropped): it no longer counts.
+    void operation_delivered(handle_block* block, bool counted) noexcept {
+        if (!counted) return;
         if (block) block->outstanding.fetch_sub(1, std::memory_order_acq_rel);
         outstanding_.fetch_sub(1, std::memory_order_acq_rel);
     }
@@ -267,6 +272,34 @@ private:
             state->announce(command_kind::cancel);
         }
     };
+
+    // Admission: counts an acquire as outstanding (the pool's and its handle's), unless
+    // limit_ already are.
+    [[nodiscard]] bool admit(handle_block* block) noexcept {
+        if (outstanding_.fetch_add(1, std::memory_order_acq_rel) >= limit_) {
+            outstanding_.fetch_sub(1, std::memory_order_acq_rel);
+            return false;
+        }
+        if (block) block->outstanding.fetch_add(1, std::memory_order_acq_rel);
+        return true;
+    }
+
+    // An acquire not admitted completes at once with error::busy: before its operation
+    // exists (the caller keeps its handler's memory), or through the operation.
+    template <class Handler>
+    void refuse_busy(Handler handler, handle_block* block) {
+        count_busy(block);
+        auto ex = boost::asio::get_associated_executor(handler, executor_);
+        boost::asio::post(ex, boost::asio::append(std::move(handler), make_error_code(error::busy), lease_type()));
+    }
+    void refuse_busy(acquire_operation* op) {
+        count_busy(op->block());
+        op->complete(make_error_code(error::busy), 0, 0);
+    }
+    void count_busy(handle_block* block) noexcept {
+        busy_rejections_.fetch_add(1, std::memory_order_relaxed);
+        if (block) block->refused_busy();
+    }
 
     [[nodiscard]] std::uint32_t slot_capacity() const noexcept {
         return static_cast<std::uint32_t>(*options_.scheduler.slot_capacity);  // resolved, at most 65535
@@ -455,6 +488,10 @@ private:
     // that completes it at once (an immediate grant, a rejection) takes it from there,
     // and only a queued waiter's goes into the table.
     void take_acquire(const acquire_command& c) {
+        // Fed directly and not counted yet: admitted here, where no other acquire can be
+        // counted meanwhile (the actor counts at most one beyond limit_: mailbox.hpp).
+        if (!c.operation->counted() && outstanding_.load(std::memory_order_relaxed) >= limit_)
+            return refuse_busy(c.operation);
         const std::uint64_t waiter = c.waiter != 0 ? c.waiter : (actor_waiter_ += 2);
         core::event e = core::event::acquire(drain_now_, waiter, c.handle);
         if (c.deadline != core::never) e.deadline = c.deadline;
@@ -465,10 +502,19 @@ private:
         arriving_ = {waiter, c.operation};
         feed(e);
         if (arriving_.operation != nullptr) {  // queued
+            if (!arriving_.operation->counted()) count_queued(arriving_.operation);
             arriving_.operation->keep_work();
             operations_.insert(arriving_.waiter, arriving_.operation);
         }
         arriving_.operation = nullptr;
+    }
+
+    // An acquire fed directly and queued by the scheduler now counts as outstanding (its
+    // handle's deregistration must reach the waiter); its delivery counts it back.
+    void count_queued(acquire_operation* op) noexcept {
+        outstanding_.fetch_add(1, std::memory_order_acq_rel);
+        if (handle_block* b = op->block()) b->outstanding.fetch_add(1, std::memory_order_acq_rel);
+        op->set_counted();
     }
 
     [[nodiscard]] acquire_operation* take_operation(std::uint64_t waiter) noexcept {
