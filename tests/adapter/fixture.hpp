@@ -91,6 +91,17 @@ protected:
             });
     }
 
+    // A warm pool of `slots` (all spawned) whose admission takes at most two outstanding
+    // acquires: L = max_waiters 1 + mailbox_capacity 1.
+    std::unique_ptr<test_pool> pool_admitting_two(std::uint64_t slots) {
+        auto o = options(slots, slots);
+        o.scheduler.max_waiters = 1;
+        o.mailbox_capacity = 1;
+        auto pool = make_pool(o);
+        settle();
+        return pool;
+    }
+
     // A warm one-slot pool whose slot is leased to `holder`: the next acquire queues.
     std::unique_ptr<test_pool> one_slot_held(outcome& holder) {
         auto pool = make_pool(options(1, 1));

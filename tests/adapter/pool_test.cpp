@@ -271,11 +271,7 @@ TEST_F(adapter, a_full_mailbox_completes_busy_at_once) {
 // once takes none of the admission's room, a queued one does (here L = max_waiters 1 +
 // mailbox_capacity 1 = 2).
 TEST_F(adapter, an_acquire_fed_directly_counts_as_outstanding_once_queued) {
-    auto o = options(1, 1);
-    o.scheduler.max_waiters = 1;
-    o.mailbox_capacity = 1;
-    auto pool = make_pool(o);
-    settle();
+    auto pool = pool_admitting_two(1);
     outcome granted, queued, admitted, refused;
     boost::asio::post(io, [&] {
         pool->async_acquire(record(granted));  // granted in its own step: not counted
@@ -301,11 +297,7 @@ TEST_F(adapter, an_acquire_fed_directly_counts_as_outstanding_once_queued) {
 // acquires outstanding (delivered to no handler yet), it completes busy, not saturated,
 // and nothing reaches the scheduler.
 TEST_F(adapter, an_acquire_fed_directly_is_refused_busy_at_the_limit) {
-    auto o = options(1, 1);
-    o.scheduler.max_waiters = 1;
-    o.mailbox_capacity = 1;
-    auto pool = make_pool(o);
-    settle();
+    auto pool = pool_admitting_two(1);
     outcome granted, queued, saturated, refused;
     boost::asio::cancellation_signal s1, s2;  // a cancellation slot: admitted on the caller's thread
     boost::asio::post(io, [&] {
@@ -329,11 +321,7 @@ TEST_F(adapter, an_acquire_fed_directly_is_refused_busy_at_the_limit) {
 // the mailbox after all: admitted there, and counted back at its delivery, so rounds of
 // it leave no room taken (L = 2 here: two lost counts would make the last acquire busy).
 TEST_F(adapter, an_acquire_that_finds_the_actor_scheduled_is_counted_and_counted_back) {
-    auto o = options(2, 2);
-    o.scheduler.max_waiters = 1;
-    o.mailbox_capacity = 1;
-    auto pool = make_pool(o);
-    settle();
+    auto pool = pool_admitting_two(2);
     for (int round = 0; round < 3; ++round) {
         outcome on_executor, off_executor;
         const std::uint64_t posted = pool->drains_posted();
