@@ -149,29 +149,44 @@ public:
         return static_cast<core::nanos>(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - epoch_).count());
     }
 
-    // The drain's read (only while holding the actor): interpolated where it can be.
-    [[nodiscard]] core::nanos read() noexcept { return sample(false); }
+    // The counter, read by a thread about to take the actor, before it tries to (any
+    // thread; 0 where the clock is not interpolated). Read after the atomic step that
+    // takes the actor, the counter waits for that step to complete; read before it, the
+    // two overlap: ~20 ns of a round trip's two drains on an Intel KVM guest.
+    [[nodiscard]] std::uint64_t stamp() const noexcept {
+#if FAIRPOOL_HAS_TSC
+        if (interpolate_) return __rdtsc();
+#endif
+        return 0;
+    }
+
+    // The drain's read (only while holding the actor): interpolated where it can be,
+    // at the counter's value `stamp()` gave just before the actor was taken.
+    [[nodiscard]] core::nanos read(std::uint64_t stamp) noexcept { return sample(false, stamp); }
+    // The same, at the counter's value now.
+    [[nodiscard]] core::nanos read() noexcept { return read(stamp()); }
 
     // The drain's read of Clock itself (only while holding the actor), taken as the
     // interpolation's new reading.
-    [[nodiscard]] core::nanos fresh() noexcept { return sample(true); }
+    [[nodiscard]] core::nanos fresh() noexcept { return sample(true, 0); }
 
     [[nodiscard]] bool interpolates() const noexcept { return interpolate_; }
 
 private:
-    // Interpolated unless `fresh` or the interpolator asks for the clock; a clock read
-    // between two counter reads becomes its new reading.
-    [[nodiscard]] core::nanos sample(bool fresh) noexcept {
+    // Interpolated at `stamp` unless `fresh` or the interpolator asks for the clock
+    // (a stamp behind its last reading, another thread's, does); a clock read between
+    // two counter reads becomes its new reading.
+    [[nodiscard]] core::nanos sample(bool fresh, std::uint64_t stamp) noexcept {
 #if FAIRPOOL_HAS_TSC
         if (interpolate_) {
-            const std::uint64_t before = __rdtsc();
-            if (const core::nanos t = fresh ? core::never : interpolator_.interpolated(before); t != core::never)
+            if (const core::nanos t = fresh ? core::never : interpolator_.interpolated(stamp); t != core::never)
                 return t;
+            const std::uint64_t before = __rdtsc();
             const core::nanos ns = exact();
             return interpolator_.reading(before, ns, __rdtsc());
         }
 #endif
-        static_cast<void>(fresh);
+        static_cast<void>(fresh), static_cast<void>(stamp);
         return exact();
     }
 

@@ -341,7 +341,7 @@ private:
     void announce(std::uint32_t kinds) noexcept {
         switch (mailbox_.state.announce(kinds, on_pool_executor())) {
             case actor_state::wake::none: return;
-            case actor_state::wake::drain_inline: return drain(inline_drain_budget);
+            case actor_state::wake::drain_inline: return drain(inline_drain_budget, clock_.stamp());
             case actor_state::wake::post_drain: return post_drain();
         }
     }
@@ -367,14 +367,15 @@ private:
     };
 
     void run_posted_drain() noexcept {
+        const std::uint64_t stamp = clock_.stamp();
         mailbox_.state.begin();
-        drain(posted_drain_budget);
+        drain(posted_drain_budget, stamp);
     }
 
     // Holding the actor: one drain, from the pending kinds on.
-    void drain(std::uint32_t budget) noexcept {
-        drain_or_die([this, budget] {
-            begin_drain();
+    void drain(std::uint32_t budget, std::uint64_t stamp) noexcept {
+        drain_or_die([this, budget, stamp] {
+            begin_drain(stamp);
             serve_and_finish(budget);
         });
     }
@@ -384,9 +385,11 @@ private:
     // the caller must push it instead.
     template <class Feed>
     bool fed_directly(Feed&& feed_command) noexcept {
-        if (!on_pool_executor() || !mailbox_.state.try_take_idle()) return false;
+        if (!on_pool_executor()) return false;
+        const std::uint64_t stamp = clock_.stamp();
+        if (!mailbox_.state.try_take_idle()) return false;
         drain_or_die([&] {
-            begin_drain();
+            begin_drain(stamp);
             feed_command();
             finish_drain(inline_drain_budget - 1);
         });
@@ -408,9 +411,10 @@ private:
 
     // --- The drain (only while holding the actor) -----------------------------------
 
-    void begin_drain() noexcept {
+    // `stamp`: drain_clock::stamp(), read before the actor was taken.
+    void begin_drain(std::uint64_t stamp) noexcept {
         drains_run_.store(drains_run_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-        drain_now_ = std::max(drain_now_, clock_.read());  // one clock read per drain; never back
+        drain_now_ = std::max(drain_now_, clock_.read(stamp));  // one clock read per drain; never back
     }
 
     void serve_and_finish(std::uint32_t budget) {
