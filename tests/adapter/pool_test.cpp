@@ -10,6 +10,7 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/strand.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/use_future.hpp>
 #include <boost/asio/as_tuple.hpp>
@@ -822,6 +823,60 @@ TEST_F(adapter, an_acquire_in_the_mailbox_is_outstanding_work_on_its_handlers_ex
     EXPECT_TRUE(handler_io.stopped());  // delivered: no work left
     granted.lease.release();
     settle();
+}
+
+// An allocator that counts what it hands out, for a handler's associated allocator.
+template <class T>
+struct counting_allocator {
+    using value_type = T;
+    int* count;
+    explicit counting_allocator(int* c) noexcept : count(c) {}
+    template <class U>
+    counting_allocator(const counting_allocator<U>& other) noexcept : count(other.count) {}  // NOLINT: rebinding
+    T* allocate(std::size_t n) {
+        ++*count;
+        return std::allocator<T>().allocate(n);
+    }
+    void deallocate(T* p, std::size_t n) noexcept { std::allocator<T>().deallocate(p, n); }
+    template <class U>
+    bool operator==(const counting_allocator<U>& other) const noexcept { return count == other.count; }
+};
+
+// A handler with its own allocator, recording its outcome.
+struct allocating_handler {
+    outcome* out;
+    int* allocations;
+    using allocator_type = counting_allocator<void>;
+    [[nodiscard]] allocator_type get_allocator() const noexcept { return allocator_type(allocations); }
+    void operator()(error_code ec, test_lease l) const { record(*out)(ec, std::move(l)); }
+};
+
+// The handler's associated allocator serves the acquire's operation. On an io_context's
+// executor, directly or inside an any_io_executor, that operation is itself what the
+// completion posts to the io_context (one allocation); on any other executor (here a
+// strand) Asio wraps the delivery in operations of its own, from the same allocator.
+TEST_F(adapter, a_completion_on_an_io_context_posts_the_operation_itself) {
+    auto pool = make_pool(options(1, 1));
+    settle();
+    const auto acquire_counting = [&](auto bind) {
+        outcome o;
+        int allocations = 0;
+        pool->async_acquire(bind(allocating_handler{&o, &allocations}));
+        settle();
+        EXPECT_TRUE(o.done);
+        EXPECT_FALSE(o.ec);
+        EXPECT_TRUE(o.lease);
+        o.lease.release();
+        settle();
+        return allocations;
+    };
+    EXPECT_EQ(acquire_counting([](auto h) { return h; }), 1);
+    EXPECT_EQ(acquire_counting([&](auto h) {
+                  return boost::asio::bind_executor(boost::asio::any_io_executor(io.get_executor()), h);
+              }),
+              1);
+    auto strand = boost::asio::make_strand(io);  // the count sees Asio's wrappers: more than one
+    EXPECT_GT(acquire_counting([&](auto h) { return boost::asio::bind_executor(strand, h); }), 1);
 }
 
 TEST_F(adapter, every_completion_token_works) {
