@@ -13,8 +13,9 @@
 // error over one millisecond of steady_clock (nanoseconds once the rate is measured
 // over a second, at most a few microseconds in the pool's first second); a counter
 // behind the last reading (another CPU's) reads steady_clock instead.
-// The drain keeps the maximum of what it read, so the scheduler's time never goes
-// back. A drain that serves a timer's expiry reads steady_clock itself (fresh()): the
+// The counter is read just before the drain takes the actor (stamp()): read after the
+// atomic step that takes it, it would wait for that step. The drain keeps the maximum
+// of what it read, so the scheduler's time never goes back. A drain that serves a timer's expiry reads steady_clock itself (fresh()): the
 // timer fired at or after its deadline by steady_clock, and the core must see so.
 //
 // With any other Clock (a test's manual clock, a user's), or where the counter does
