@@ -299,7 +299,7 @@ private:
     // queues an operation (never inline: a post).
     static void post_to_scheduler(const boost::asio::io_context::executor_type& io, typed_acquire_operation* op) {
         namespace execution = boost::asio::execution;
-        const bool continuation = boost::asio::query(io, execution::relationship) == execution::relationship.continuation;
+        const bool continuation = boost::asio::query(io, execution::relationship) == execution::relationship_t::continuation;
         boost::asio::use_service<boost::asio::detail::io_context_impl>(io.context())
             .post_immediate_completion(op, continuation);
     }
