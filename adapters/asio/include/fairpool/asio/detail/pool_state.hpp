@@ -163,7 +163,8 @@ public:
         // directly: it is then admitted inside that drain and counted only if the
         // scheduler queues it (take_acquire), since one completed in that very step can
         // send nothing more. Any other is admitted and counted here.
-        const bool count_when_queued = !slot.is_connected() && on_pool_executor();
+        const bool on_executor = on_pool_executor();
+        const bool count_when_queued = !slot.is_connected() && on_executor;
         if (!count_when_queued && !admit(block.get())) return refuse_busy(std::move(handler), block.get());
         // A waiter id now only for a cancellation slot, whose cancel must name the waiter
         // (odd ids); else the actor gives one when the acquire reaches it (even ids).
@@ -183,7 +184,7 @@ public:
         if (!count_when_queued) op->set_counted();
         const acquire_command command{op, waiter, handle, deadline, max_leases.value_or(0), weight,
                                       max_leases.has_value()};
-        if (fed_directly([&] { take_acquire(command); })) return;
+        if (on_executor && fed_directly([&] { take_acquire(command); })) return;
         if (!op->counted()) {  // the actor was not idle: through the mailbox after all
             if (!admit(op->block())) return refuse_busy(op);
             op->set_counted();
@@ -195,7 +196,7 @@ public:
     }
 
     void release(std::uint32_t slot, std::uint64_t lease, core::release_outcome outcome) noexcept {
-        if (!fed_directly([&] { feed_release(slot, lease, outcome); }))
+        if (!on_pool_executor() || !fed_directly([&] { feed_release(slot, lease, outcome); }))
             push_slot_command(slot_command{core::event_kind::release, slot, lease, outcome, true});
     }
 
@@ -380,12 +381,11 @@ private:
         });
     }
 
-    // On the pool's executor with the actor idle and nothing pending: a drain whose first
-    // command is the caller's own, fed to the core without a queue round trip. False if
-    // the caller must push it instead.
+    // The caller runs on the pool's executor. With the actor idle and nothing pending: a
+    // drain whose first command is the caller's own, fed to the core without a queue
+    // round trip. False if the caller must push it instead.
     template <class Feed>
     bool fed_directly(Feed&& feed_command) noexcept {
-        if (!on_pool_executor()) return false;
         const std::uint64_t stamp = clock_.stamp();
         if (!mailbox_.state.try_take_idle()) return false;
         drain_or_die([&] {
