@@ -296,26 +296,67 @@ TEST_F(adapter, an_acquire_fed_directly_counts_as_outstanding_once_queued) {
 
 // The admission of an acquire fed directly is checked inside the drain: with limit_
 // acquires outstanding (delivered to no handler yet), it completes busy, not saturated,
-// and nothing reaches the scheduler.
+// and nothing reaches the scheduler. Outstanding here (L = 2): a waiter queued by the
+// scheduler, and an acquire rejected through the mailbox whose delivery waits on an
+// executor that does not run yet.
 TEST_F(adapter, an_acquire_fed_directly_is_refused_busy_at_the_limit) {
     auto pool = pool_admitting_two(1);
     outcome granted, queued, saturated, refused;
-    boost::asio::cancellation_signal s1, s2;  // a cancellation slot: admitted on the caller's thread
     boost::asio::post(io, [&] {
         pool->async_acquire(record(granted));
-        pool->async_acquire(boost::asio::bind_cancellation_slot(s1.slot(), record(queued)));     // 1
-        pool->async_acquire(boost::asio::bind_cancellation_slot(s2.slot(), record(saturated)));  // 2
-        pool->async_acquire(record(refused));  // 2 outstanding: busy
+        pool->async_acquire(record(queued));  // 1 outstanding
     });
     settle();
-    EXPECT_EQ(saturated.ec, make_error_code(error::saturated));
+    boost::asio::io_context handler_io;  // not run until the end
+    pool->async_acquire(boost::asio::bind_executor(handler_io, record(saturated)));  // admitted: 2
+    settle();  // the drain rejects it saturated; its delivery waits in handler_io
+    EXPECT_FALSE(saturated.done);
+    boost::asio::post(io, [&] { pool->async_acquire(record(refused)); });  // 2 outstanding: busy
+    settle();
     EXPECT_EQ(refused.ec, make_error_code(error::busy));
     EXPECT_EQ(refused.completions, 1);
-    EXPECT_EQ(pool->stats().acquires, 3u);
+    EXPECT_EQ(pool->stats().acquires, 3u);  // the refused one reached no scheduler
     EXPECT_EQ(pool->stats().busy_rejections, 1u);
+    handler_io.run();
+    EXPECT_EQ(saturated.ec, make_error_code(error::saturated));
     granted.lease.release();
     settle();
     EXPECT_TRUE(queued.lease);
+}
+
+// An acquire with a cancellation slot, fed directly and granted or rejected in its own
+// step, is not counted and installs no cancellation handler; queued, it is counted and
+// its slot cancels it. L = 2: under the rule for the mailbox (admitted up front) the
+// third acquire here would be refused busy.
+TEST_F(adapter, a_cancellable_acquire_completed_in_its_own_step_is_not_counted) {
+    auto pool = pool_admitting_two(2);
+    boost::asio::cancellation_signal sa, sb, sc, sd;
+    outcome a, b, c, d;
+    boost::asio::post(io, [&] {
+        pool->async_acquire(boost::asio::bind_cancellation_slot(sa.slot(), record(a)));  // granted
+        pool->async_acquire(boost::asio::bind_cancellation_slot(sb.slot(), record(b)));  // granted
+        pool->async_acquire(boost::asio::bind_cancellation_slot(sc.slot(), record(c)));  // queued: 1
+        pool->async_acquire(boost::asio::bind_cancellation_slot(sd.slot(), record(d)));  // saturated
+    });
+    settle();
+    EXPECT_TRUE(a.lease);
+    EXPECT_TRUE(b.lease);
+    EXPECT_FALSE(c.done);
+    EXPECT_EQ(d.ec, make_error_code(error::saturated));
+    EXPECT_EQ(pool->stats().busy_rejections, 0u);
+    EXPECT_FALSE(sa.slot().has_handler());  // nothing left to cancel: none installed
+    EXPECT_TRUE(sc.slot().has_handler());
+    sa.emit(boost::asio::cancellation_type::terminal);  // nothing happens
+    sc.emit(boost::asio::cancellation_type::terminal);
+    settle();
+    EXPECT_EQ(c.ec, boost::asio::error::operation_aborted);
+    EXPECT_EQ(c.completions, 1);
+    EXPECT_EQ(pool->stats().rejections[static_cast<int>(core::reject_reason::cancelled)], 1u);
+    EXPECT_TRUE(a.lease);
+    a.lease.release();
+    b.lease.release();
+    settle();
+    EXPECT_EQ(pool->stats().queued_waiters, 0u);
 }
 
 // On the pool's executor but with a drain already scheduled, an acquire goes through

@@ -13,11 +13,13 @@
 //   acquires ..... L: only acquires admitted on their caller's thread are pushed
 //   slot events .. slot_capacity: per slot at most one release, or spawn, check, reset
 //                  or retire result
-//   cancels ...... 2L: only an acquire with a cancellation slot sends one, at most one,
-//                  and such acquires are all admitted on their caller's thread: between
-//                  two drains at most L of them end and L begin
+//   cancels ...... 2(L + 1): only an outstanding acquire's cancellation slot has a
+//                  handler (installed when it is counted: admitted on its caller's
+//                  thread, or queued by the scheduler after being fed directly), and it
+//                  sends at most one: between two drains at most L + 1 of them end and
+//                  L + 1 begin
 //   deregisters .. 2(L + 1): only a handle with an outstanding acquire sends one (the
-//                  same bound, with L + 1)
+//                  same bound)
 // Boost.Lockfree's fixed-size queues hold at most 65535 nodes (one of them a dummy):
 // hence L <= 32766 (validate, error.cpp).
 #include <boost/lockfree/queue.hpp>
@@ -65,7 +67,7 @@ struct mailbox {
     mailbox(std::uint32_t acquire_limit, std::uint32_t slot_capacity)
         : acquires(acquire_limit),
           slot_events(slot_capacity),
-          cancels(2 * std::size_t{acquire_limit}),
+          cancels(2 * (std::size_t{acquire_limit} + 1)),
           deregisters(2 * (std::size_t{acquire_limit} + 1)) {}
 
     template <class T>

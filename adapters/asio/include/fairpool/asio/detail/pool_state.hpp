@@ -158,21 +158,13 @@ public:
                        std::optional<std::uint64_t> max_leases) {
         FAIRPOOL_DEBUG_ASSERT(self.get() == this);
         auto slot = boost::asio::get_associated_cancellation_slot(handler);
-        // Admission: at most limit_ acquires outstanding (the mailbox's bound). One without
-        // a cancellation slot, started on the pool's executor, may be fed to the core
-        // directly: it is then admitted inside that drain and counted only if the
-        // scheduler queues it (take_acquire), since one completed in that very step can
-        // send nothing more. Any other is admitted and counted here.
+        // Admission: at most limit_ acquires outstanding (the mailbox's bound). One started
+        // on the pool's executor may be fed to the core directly: it is then admitted
+        // inside that drain and counted only if the scheduler queues it (take_acquire),
+        // since one completed in that very step can send nothing more. Any other is
+        // admitted and counted here.
         const bool on_executor = on_pool_executor();
-        const bool count_when_queued = !slot.is_connected() && on_executor;
-        if (!count_when_queued && !admit(block.get())) return refuse_busy(std::move(handler), block.get());
-        // A waiter id now only for a cancellation slot, whose cancel must name the waiter
-        // (odd ids); else the actor gives one when the acquire reaches it (even ids).
-        std::uint64_t waiter = 0;
-        if (slot.is_connected()) {
-            waiter = next_waiter_.fetch_add(2, std::memory_order_relaxed);
-            slot.template emplace<cancel_request>(this, waiter);
-        }
+        if (!on_executor && !admit(block.get())) return refuse_busy(std::move(handler), block.get());
         acquire_operation* op = nullptr;
         if (io_executor_ != nullptr) {
             using operation = typed_acquire_operation<pool_state, Handler, boost::asio::io_context::executor_type>;
@@ -181,13 +173,33 @@ public:
             using operation = typed_acquire_operation<pool_state, Handler, executor_type>;
             op = operation::create(std::move(handler), executor_, self, std::move(block));
         }
-        if (!count_when_queued) op->set_counted();
-        const acquire_command command{op, waiter, handle, deadline, max_leases.value_or(0), weight,
-                                      max_leases.has_value()};
-        if (on_executor && fed_directly([&] { take_acquire(command); })) return;
-        if (!op->counted()) {  // the actor was not idle: through the mailbox after all
+        acquire_command command{op, 0, handle, deadline, max_leases.value_or(0), weight, max_leases.has_value()};
+        // A cancellation slot gets its handler only while the acquire counts as
+        // outstanding (so the cancels queue's bound holds). Fed directly: only if the
+        // scheduler queued it, inside that drain (still inside the initiating function, so
+        // no emit can race the emplace), naming the actor's (even) waiter id; granted or
+        // rejected in its own step, it can no longer be cancelled and gets none. (The
+        // emplace may allocate the slot's memory: a failure there is fatal, as anything
+        // thrown in a drain is.)
+        if (on_executor && fed_directly([&] {
+                const std::uint64_t queued_as = take_acquire(command);
+                if (queued_as != 0 && slot.is_connected()) slot.template emplace<cancel_request>(this, queued_as);
+            }))
+            return;
+        if (on_executor) {  // the actor was not idle: through the mailbox after all
             if (!admit(op->block())) return refuse_busy(op);
-            op->set_counted();
+        }
+        op->set_counted();
+        // Through the mailbox, a cancellation slot's cancel must name the waiter before the
+        // actor has seen it: an odd id from the shared counter (the actor gives even ones).
+        if (slot.is_connected()) {
+            command.waiter = next_waiter_.fetch_add(2, std::memory_order_relaxed);
+            try {
+                slot.template emplace<cancel_request>(this, command.waiter);
+            } catch (...) {
+                op->abandon();  // freed unrun and counted back; the initiating function throws
+                throw;
+            }
         }
         op->keep_work();
         const bool pushed = mailbox_.acquires.bounded_push(command);
@@ -490,12 +502,15 @@ private:
 
     // The acquire's operation waits beside the table while its own step runs: a step
     // that completes it at once (an immediate grant, a rejection) takes it from there,
-    // and only a queued waiter's goes into the table.
-    void take_acquire(const acquire_command& c) {
+    // and only a queued waiter's goes into the table. Returns the waiter's id if the
+    // scheduler queued it, else 0.
+    std::uint64_t take_acquire(const acquire_command& c) {
         // Fed directly and not counted yet: admitted here, where no other acquire can be
         // counted meanwhile (the actor counts at most one beyond limit_: mailbox.hpp).
-        if (!c.operation->counted() && outstanding_.load(std::memory_order_relaxed) >= limit_)
-            return refuse_busy(c.operation);
+        if (!c.operation->counted() && outstanding_.load(std::memory_order_relaxed) >= limit_) {
+            refuse_busy(c.operation);
+            return 0;
+        }
         const std::uint64_t waiter = c.waiter != 0 ? c.waiter : (actor_waiter_ += 2);
         core::event e = core::event::acquire(drain_now_, waiter, c.handle);
         if (c.deadline != core::never) e.deadline = c.deadline;
@@ -505,12 +520,11 @@ private:
         c.operation->arrived_at(drain_now_);
         arriving_ = {waiter, c.operation};
         feed(e);
-        if (arriving_.operation != nullptr) {  // queued
-            if (!arriving_.operation->counted()) count_queued(arriving_.operation);
-            arriving_.operation->keep_work();
-            operations_.insert(arriving_.waiter, arriving_.operation);
-        }
-        arriving_.operation = nullptr;
+        if (arriving_.operation == nullptr) return 0;  // completed in its own step
+        if (!arriving_.operation->counted()) count_queued(arriving_.operation);
+        arriving_.operation->keep_work();
+        operations_.insert(arriving_.waiter, std::exchange(arriving_.operation, nullptr));
+        return waiter;
     }
 
     // An acquire fed directly and queued by the scheduler now counts as outstanding (its
