@@ -12,7 +12,7 @@ class acquire_operation;
 
 struct acquire_command {
     acquire_operation* operation;
-    std::uint64_t waiter;  // 0: the actor gives it one (no cancellation slot needs it earlier)
+    std::uint64_t waiter;  // 0: the actor gives it one (no cancel needs it before the actor sees it)
     std::uint64_t handle;
     core::nanos deadline;      // core::never: none given
     std::uint64_t max_leases;  // its handle's lease cap, if capped (0 = no cap)

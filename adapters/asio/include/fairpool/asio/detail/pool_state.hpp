@@ -729,7 +729,7 @@ private:
     const std::uint32_t limit_;
     std::atomic<std::uint32_t> outstanding_{0};
     std::atomic<bool> shutting_down_{false};  // request_shutdown was called
-    std::atomic<std::uint64_t> next_waiter_{1};  // odd waiter ids, for acquires with a cancellation slot
+    std::atomic<std::uint64_t> next_waiter_{1};  // odd waiter ids: cancellable acquires through the mailbox
     std::atomic<std::uint64_t> next_handle_{1};
     std::atomic<std::uint64_t> drains_posted_{0};
     std::atomic<std::uint64_t> busy_rejections_{0};
