@@ -82,15 +82,16 @@ double quantile_sorted(const std::vector<std::int64_t>& v, double q) {
     return static_cast<double>(v[std::min(i, v.size() - 1)]);
 }
 
-std::size_t run_on(asio::io_context& io, int threads) {
+handlers_run run_on(asio::io_context& io, int threads) {
     std::vector<std::thread> extra;
     std::vector<std::size_t> ran(static_cast<std::size_t>(std::max(threads, 1)), 0);
     for (int i = 1; i < threads; ++i) extra.emplace_back([&io, &ran, i] { ran[static_cast<std::size_t>(i)] = io.run(); });
     ran[0] = io.run();
     for (auto& t : extra) t.join();
-    std::size_t total = 0;
-    for (const std::size_t n : ran) total += n;
-    return total;
+    handlers_run r;
+    for (const std::size_t n : ran) r.total += n;
+    r.every_thread = std::all_of(ran.begin(), ran.end(), [&](std::size_t n) { return n * 10 >= r.total; });
+    return r;
 }
 
 void spin_for(std::chrono::nanoseconds d) {

@@ -152,9 +152,18 @@ void row(const std::string& scenario, const char* design, const char* metric, do
 double median(std::vector<double> v);
 double quantile_sorted(const std::vector<std::int64_t>& v, double q);
 
-// Runs io on `threads` threads (the caller's included) until it runs out of work;
-// returns the handlers run.
-std::size_t run_on(asio::io_context& io, int threads);
+// What io.run() reported on each thread of a run: the handlers run in all, and whether
+// the run used both of its threads (every thread ran at least a tenth of them). On two
+// threads Asio hands a handler to the second thread only when it finds it idle at the
+// moment of a post, so a contended run settles either on one thread or on both, by
+// the race at its start: the grid reports its times in each of the two modes apart.
+struct handlers_run {
+    std::size_t total = 0;
+    bool every_thread = false;
+};
+
+// Runs io on `threads` threads (the caller's included) until it runs out of work.
+handlers_run run_on(asio::io_context& io, int threads);
 
 // Busy for d without suspending: a lease held across a suspension would deadlock the
 // blocking pool on two threads.

@@ -17,6 +17,7 @@ namespace {
 // for fairpool the commands its actor fed per drain.
 struct run_costs {
     std::size_t handlers = 0;
+    bool both_threads = false;  // each thread ran at least a tenth of the handlers (common.hpp)
     double commands_per_drain = 0;
 };
 
@@ -32,7 +33,9 @@ run_costs contended_once(std::size_t size, int workers, int cycles, int threads,
     for (auto& source : sources) asio::co_spawn(io, counted_worker(source, cycles, run), asio::detached);
     run_costs costs;
     const std::uint64_t fed = commands_fed(*pool), drains = drains_run(*pool);
-    costs.handlers = run_on(io, threads);
+    const handlers_run ran = run_on(io, threads);
+    costs.handlers = ran.total;
+    costs.both_threads = ran.every_thread;
     if (run.errors.load() != 0 || run.completed.load() != run.waits.size()) {
         std::fprintf(stderr, "%s: %d errors, %zu of %zu completed\n", Design::name, run.errors.load(),
                      run.completed.load(), run.waits.size());
@@ -65,12 +68,15 @@ void scenario_grid(int reps, int cycles) {
             std::fprintf(stderr, "%s: %d reps\n", name.c_str(), reps);
             const std::size_t n = static_cast<std::size_t>(workers) * static_cast<std::size_t>(cycles);
             std::vector<std::vector<double>> totals(design_count), handlers(design_count), per_drain(design_count);
+            // The same totals by the mode the run settled in: one thread or both (common.hpp).
+            std::vector<std::vector<double>> one_thread(design_count), both_threads(design_count);
             std::vector<std::vector<std::int64_t>> waits(design_count);
             for (int r = 0; r < reps; ++r)
                 for_each_design([&](auto design, std::size_t d) {
                     counted_run run(n);
                     const run_costs costs = contended_once<decltype(design)>(size, workers, cycles, 2, run);
                     totals[d].push_back(static_cast<double>(ns_between(run.start, run.end)) / 1000.0);
+                    (costs.both_threads ? both_threads : one_thread)[d].push_back(totals[d].back());
                     handlers[d].push_back(static_cast<double>(costs.handlers) / static_cast<double>(n));
                     per_drain[d].push_back(costs.commands_per_drain);
                     waits[d].insert(waits[d].end(), run.waits.begin(), run.waits.end());
@@ -94,6 +100,9 @@ void scenario_grid(int reps, int cycles) {
                 auto& w = waits[d];
                 std::sort(w.begin(), w.end());
                 row(name, design.name, "total", median(totals[d]), "us");
+                row(name, design.name, "runs_on_both_threads", static_cast<double>(both_threads[d].size()), "count");
+                if (!one_thread[d].empty()) row(name, design.name, "total_one_thread", median(one_thread[d]), "us");
+                if (!both_threads[d].empty()) row(name, design.name, "total_both_threads", median(both_threads[d]), "us");
                 row(name, design.name, "wait_p50", quantile_sorted(w, 0.5), "ns");
                 row(name, design.name, "wait_p99", quantile_sorted(w, 0.99), "ns");
                 row(name, design.name, "wait_p99.9", quantile_sorted(w, 0.999), "ns");
