@@ -9,7 +9,15 @@ Each design runs N and 2N round trips in a process of its own (scenarios
 the process's start, the pool's creation and the warm-up. Instruction counts do not
 depend on the machine's load, unlike time.
 
-    bench/round_trip_instructions.py BUILD_DIR [--cycles N]"""
+The same for a contended acquire, on one thread (scenario
+"grid/size=4/workers=64/one_thread", metric "instructions_per_acquire"): 64 coroutine
+workers on a pool of 4, 10 cycles each, R and 2R such runs on one pool (scenarios
+--grid-one-thread-runs DESIGN R); nearly every acquire queues. The coroutines' own cost
+(spawning, suspending, resuming) is in every design's figure alike. On two threads the
+grid's times depend on whether a run settled on one thread or both (common.hpp); this
+count does not.
+
+    bench/round_trip_instructions.py BUILD_DIR [--cycles N] [--grid-runs R]"""
 import json
 import sys
 
@@ -20,8 +28,17 @@ CHECKING = "fairpool_check_after_idle"  # bench/scenarios/scenarios.hpp: checkin
 RECORDING = "fairpool_recorder"  # bench/scenarios/scenarios.hpp: recording_design
 
 
+# bench/scenarios/scenarios.hpp: grid_one_thread_size, grid_one_thread_workers, grid_cycles_per_worker
+GRID_SCENARIO = "grid/size=4/workers=64/one_thread"
+GRID_WORKERS, GRID_CYCLES = 64, 10
+
+
 def collected(program, design, cycles):
     return instructions([program, "--round-trip-cycles", design, str(cycles)])
+
+
+def grid_collected(program, design, runs):
+    return instructions([program, "--grid-one-thread-runs", design, str(runs)])
 
 
 def per_cycle_by_thread(program, design, n):
@@ -39,6 +56,12 @@ def main():
     for design in DESIGNS:
         per = (collected(program, design, 2 * n) - collected(program, design, n)) / n
         print(json.dumps({"scenario": "round_trip", "design": design, "metric": "instructions_per_cycle",
+                          "value": round(per, 1), "unit": "instructions"}))
+    runs = int(sys.argv[sys.argv.index("--grid-runs") + 1]) if "--grid-runs" in sys.argv else 10
+    acquires = GRID_WORKERS * GRID_CYCLES
+    for design in DESIGNS:
+        per = (grid_collected(program, design, 2 * runs) - grid_collected(program, design, runs)) / (runs * acquires)
+        print(json.dumps({"scenario": GRID_SCENARIO, "design": design, "metric": "instructions_per_acquire",
                           "value": round(per, 1), "unit": "instructions"}))
     # fairpool with check_after_idle = 1 ns: every acquire checks the idle resource first
     per = (collected(program, CHECKING, 2 * n) - collected(program, CHECKING, n)) / n

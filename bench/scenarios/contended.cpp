@@ -5,6 +5,7 @@
 #include <boost/asio/detached.hpp>
 #include <cstdio>
 #include <cstdlib>
+#include <string_view>
 
 #include "common.hpp"
 #include "scenarios.hpp"
@@ -47,6 +48,32 @@ run_costs contended_once(std::size_t size, int workers, int cycles, int threads,
     return costs;
 }
 
+// `runs` contended runs one after the other on one pool and one thread: the part of a
+// run that repeats (spawning the workers, their cycles) is all that grows with `runs`.
+template <class Design>
+void contended_runs_on_one_pool(int runs) {
+    asio::io_context io(1);
+    auto pool = Design::make(io, grid_one_thread_size);
+    using source_type = decltype(Design::source(*pool));
+    std::vector<source_type> sources;
+    sources.reserve(static_cast<std::size_t>(grid_one_thread_workers));
+    for (int w = 0; w < grid_one_thread_workers; ++w) sources.push_back(Design::source(*pool));
+    const std::size_t n = static_cast<std::size_t>(grid_one_thread_workers) * grid_cycles_per_worker;
+    for (int r = 0; r < runs; ++r) {
+        counted_run run(n);
+        run.workers_left = grid_one_thread_workers;
+        for (auto& source : sources)
+            asio::co_spawn(io, counted_worker(source, grid_cycles_per_worker, run), asio::detached);
+        io.restart();
+        io.run();
+        if (run.errors.load() != 0 || run.completed.load() != n) {
+            std::fprintf(stderr, "%s: %d errors, %zu of %zu completed\n", Design::name, run.errors.load(),
+                         run.completed.load(), n);
+            std::exit(1);
+        }
+    }
+}
+
 // Grants served while an earlier-ticketed request was still waiting.
 std::uint64_t count_inversions(const std::vector<std::uint64_t>& served) {
     std::vector<bool> done(served.size(), false);
@@ -60,6 +87,16 @@ std::uint64_t count_inversions(const std::vector<std::uint64_t>& served) {
 }
 
 }  // namespace
+
+bool grid_one_thread_runs(const char* design, int runs) {
+    bool found = false;
+    for_each_design([&](auto d, std::size_t) {
+        if (std::string_view(d.name) != design) return;
+        found = true;
+        contended_runs_on_one_pool<decltype(d)>(runs);
+    });
+    return found;
+}
 
 void scenario_grid(int reps, int cycles) {
     for (const std::size_t size : {4, 8, 16})

@@ -24,6 +24,16 @@ void scenario_recorder(int reps, std::size_t steps);
 // per-acquire wait median, p99, p99.9, max.
 void scenario_grid(int reps, int cycles);
 
+// Only `runs` contended runs of the named design (false if there is none so named) on
+// one thread, one pool: grid_one_thread_size workers … (below) each cycling
+// grid_cycles_per_worker times per run. Run under callgrind by
+// bench/round_trip_instructions.py: instructions per contended acquire, which neither
+// the machine's load nor the two-thread modes of the grid (common.hpp) move.
+bool grid_one_thread_runs(const char* design, int runs);
+inline constexpr std::size_t grid_one_thread_size = 4;
+inline constexpr int grid_one_thread_workers = 64;
+inline constexpr int grid_cycles_per_worker = 10;
+
 // How often a later request was served before an earlier one.
 void scenario_inversions(int reps, int cycles);
 
