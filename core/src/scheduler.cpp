@@ -619,7 +619,9 @@ void scheduler::enqueue(const event& e, nanos deadline) {
     handle_links_.push_back(handle.waiters, w);
     if (!eligible(handle)) ++stats_.waiters_behind_cap;
     else if (handle.waiters.size == 1) join_rotation(h);
-    spawn_inputs_changed_ = true;  // one more waiter may want a spawn
+    // One more waiter may want a spawn, unless every slot the pool may have is occupied
+    // (no room: the budget stays ≤ 0; a slot becoming empty or a resize sets the flag).
+    if (occupied() < max_slots_) spawn_inputs_changed_ = true;
     if (deadline != never) deadlines_.push(deadline, waiters_[w].arrival, w), due_no_later_than(deadline);
     ++stats_.queued_waiters;
 }
