@@ -104,7 +104,10 @@ std::string encode(const resp::value& v) {
                 for (const auto& e : v.elements) args.push_back(e.text);
                 return resp::command(args);
             }
-            std::string out = "*" + std::to_string(v.elements.size()) + "\r\n";
+            // Appended, not `"*" + ... + "\r\n"`: GCC 12 at -O3 warns falsely (-Wrestrict) there.
+            std::string out = "*";
+            out += std::to_string(v.elements.size());
+            out += "\r\n";
             for (const auto& e : v.elements) out += encode(e);
             return out;
         }
