@@ -56,6 +56,28 @@ TYPED_TEST(behaviour, immediate_uncontended_grant) {
     EXPECT_EQ(d.machine().counters().spawns, 2u);
 }
 
+// The core alone (the model has no such reader): take_touched_wait_buckets() names the
+// buckets grants added to since the last call, what the adapter's stats board stores
+// instead of searching the histogram.
+TEST(scheduler_counters, touched_wait_buckets_name_the_buckets_grants_added_to) {
+    core::config c;
+    c.max_slots = c.min_slots = 1;
+    driver<core::scheduler> d(c);
+    EXPECT_EQ(d(E::start(0)), (effects{"spawn slot=0"}));
+    EXPECT_EQ(d(E::spawned(1, 0)), effects{});
+    EXPECT_EQ(d.machine().take_touched_wait_buckets(), 0u);  // nothing granted yet
+    EXPECT_EQ(d(E::acquire(2, 1, 1)), (effects{"grant waiter=1 slot=0 lease=1"}));  // waited 0 ns
+    EXPECT_EQ(d(E::acquire(3, 2, 1)), effects{});
+    EXPECT_EQ(d(E::acquire(4, 3, 1)), effects{});
+    EXPECT_EQ(d.machine().take_touched_wait_buckets(), 1u);  // bucket 0, and forgotten
+    EXPECT_EQ(d.machine().take_touched_wait_buckets(), 0u);
+    EXPECT_EQ(d(E::release(6, 0, 1)), (effects{"grant waiter=2 slot=0 lease=2"}));  // 3 ns: bucket 2
+    EXPECT_EQ(d(E::release(1'003, 0, 2)), (effects{"grant waiter=3 slot=0 lease=3"}));  // 999 ns: bucket 10
+    EXPECT_EQ(d.machine().take_touched_wait_buckets(), (1u << 2) | (1u << 10));
+    EXPECT_EQ(d.machine().counters().wait_histogram[2], 1u);
+    EXPECT_EQ(d.machine().counters().wait_histogram[10], 1u);
+}
+
 TYPED_TEST(behaviour, fifo_under_saturation) {
     auto d = this->warm(this->slots(1, 1));
     EXPECT_EQ(d(E::acquire(2, 1, 1)), (effects{"grant waiter=1 slot=0 lease=1"}));

@@ -834,7 +834,9 @@ void scheduler::grant(std::uint64_t waiter_id, std::uint32_t s, nanos arrived_at
         leak_links_.push_back(unreported_leases_, s);
         due_no_later_than(saturating_add(now_, config_.leak_threshold));
     }
-    ++stats_.wait_histogram[wait_bucket(now_ - arrived_at)];
+    const int bucket = wait_bucket(now_ - arrived_at);
+    ++stats_.wait_histogram[bucket];
+    wait_buckets_touched_ |= std::uint64_t{1} << std::min(bucket, 63);
     emit(effect::grant(waiter_id, s, slot.lease));
 }
 

@@ -1,7 +1,7 @@
 // The adapter's stats board (adapters/asio/include/fairpool/asio/detail/stats_board.hpp):
 // what a reader gets is exactly what was last published, although the board stores only
 // what may have moved (the rare counters only when the drain says one may have, the
-// histogram's buckets that the new grants landed in). Deterministic cases for each
+// histogram's buckets that the scheduler says its grants landed in). Deterministic cases for each
 // shortcut, then a property: random runs of counter changes that follow the core's
 // rules (the rare counters only grow, each grant adds one to one bucket, gauges move
 // either way), with a publish after a random number of them that says whether a rare
@@ -9,11 +9,13 @@
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <numeric>
 #include <thread>
+#include <utility>
 
 #include "fairpool/asio/detail/stats_board.hpp"
 #include "fairpool/core/stats.hpp"
@@ -24,10 +26,20 @@ namespace {
 using core::stats;
 using detail::stats_board;
 
-void grant(stats& s, core::nanos wait) {
-    (wait == 0 ? s.grants_immediate : s.grants_after_wait) += 1;
-    s.wait_histogram[static_cast<std::size_t>(core::wait_bucket(wait))] += 1;
-}
+// The counters as a scheduler keeps them, with the histogram's buckets its grants
+// touched since the last publish (scheduler::take_touched_wait_buckets()).
+struct counters {
+    stats s;
+    std::uint64_t touched = 0;
+
+    void grant(core::nanos wait) {
+        (wait == 0 ? s.grants_immediate : s.grants_after_wait) += 1;
+        const int bucket = core::wait_bucket(wait);
+        s.wait_histogram[static_cast<std::size_t>(bucket)] += 1;
+        touched |= std::uint64_t{1} << std::min(bucket, 63);
+    }
+    void publish_to(stats_board& board, bool rare_moved) { board.publish(s, rare_moved, std::exchange(touched, 0)); }
+};
 
 TEST(StatsBoard, ReadsZeroBeforeAnyPublish) {
     const stats_board board;
@@ -39,11 +51,11 @@ TEST(StatsBoard, AGaugeThatFallsIsPublishedWithNoRareCounterMoved) {
     stats s;
     s.slots[1] = 3;
     s.queued_waiters = 2;
-    board.publish(s, false);
+    board.publish(s, false, 0);
     s.slots[1] = 1;
     s.queued_waiters = 0;
     s.acquires = 9;
-    board.publish(s, false);
+    board.publish(s, false, 0);
     EXPECT_EQ(board.read(), s);
 }
 
@@ -52,43 +64,75 @@ TEST(StatsBoardDeathTest, ARareCounterThatMovedUnannouncedStopsADebugBuild) {
     stats_board board;
     stats s;
     s.spawns = 1;
-    EXPECT_DEATH(board.publish(s, false), "same_as_board");
+    EXPECT_DEATH(board.publish(s, false, 0), "same_as_board");
+}
+
+TEST(StatsBoardDeathTest, ABucketThatMovedUnannouncedStopsADebugBuild) {
+    stats_board board;
+    counters c;
+    c.grant(1000);  // bucket 10
+    EXPECT_DEATH(board.publish(c.s, true, std::uint64_t{1} << 9), "same_as_board");
 }
 #endif
 
 TEST(StatsBoard, ARareCounterAloneIsPublished) {
     stats_board board;
     stats s;
-    board.publish(s, true);
+    board.publish(s, true, 0);
     s.retirements[2] = 1;  // nothing else moved
-    board.publish(s, true);
+    board.publish(s, true, 0);
     EXPECT_EQ(board.read(), s);
     s.resizes = 1;
     s.checks_failed = 4;
-    board.publish(s, true);
+    board.publish(s, true, 0);
     EXPECT_EQ(board.read(), s);
 }
 
 TEST(StatsBoard, GrantsInTheFirstAndLastBucketsInOnePublishAreBothPublished) {
     stats_board board;
-    stats s;
-    grant(s, 0);
-    board.publish(s, true);
-    grant(s, 0);
-    grant(s, ~core::nanos{0});  // bucket 64
-    grant(s, 1000);
-    board.publish(s, true);
-    EXPECT_EQ(board.read(), s);
+    counters c;
+    c.grant(0);
+    c.publish_to(board, true);
+    c.grant(0);
+    c.grant(~core::nanos{0});  // bucket 64
+    c.grant(1000);
+    c.publish_to(board, true);
+    EXPECT_EQ(board.read(), c.s);
+    EXPECT_EQ(board.read().wait_histogram[64], 1u);
+}
+
+// Bit 63 stands for buckets 63 and 64: a grant in either is published by it.
+TEST(StatsBoard, BucketsSixtyThreeAndSixtyFourShareTheirBit) {
+    stats_board board;
+    counters c;
+    c.grant(core::nanos{1} << 62);  // bucket 63
+    EXPECT_EQ(c.touched, std::uint64_t{1} << 63);
+    c.publish_to(board, true);
+    EXPECT_EQ(board.read().wait_histogram[63], 1u);
+    c.grant(~core::nanos{0});  // bucket 64
+    EXPECT_EQ(c.touched, std::uint64_t{1} << 63);
+    c.publish_to(board, true);
+    EXPECT_EQ(board.read(), c.s);
     EXPECT_EQ(board.read().wait_histogram[64], 1u);
 }
 
 TEST(StatsBoard, APublishWithNothingChangedKeepsTheCounters) {
     stats_board board;
+    counters c;
+    c.grant(5);
+    c.s.spawns = 2;
+    c.publish_to(board, true);
+    c.publish_to(board, true);
+    EXPECT_EQ(board.read(), c.s);
+}
+
+TEST(StatsBoard, PublishAllStoresEveryWord) {
+    stats_board board;
     stats s;
-    grant(s, 5);
-    s.spawns = 2;
-    board.publish(s, true);
-    board.publish(s, true);
+    s.wait_histogram[17] = 3;
+    s.wait_histogram[64] = 1;
+    s.spawns = 4;
+    board.publish_all(s);
     EXPECT_EQ(board.read(), s);
 }
 
@@ -100,15 +144,16 @@ TEST(StatsBoard, AReaderOnAnotherThreadSeesOnlyWholePublishes) {
     stats_board board;
     std::atomic<bool> done{false};
     std::thread writer([&] {
-        stats s;
+        counters c;
+        stats& s = c.s;
         std::atomic<std::uint64_t> other_work{0};
         for (std::uint64_t n = 1; n <= publishes; ++n) {
-            grant(s, n % 3 == 0 ? 0 : n);
+            c.grant(n % 3 == 0 ? 0 : n);
             s.queued_waiters = n % 5;
             s.acquires = s.grants_immediate + s.grants_after_wait + s.queued_waiters;
             s.slots[1] = n;
             s.retirements[0] = n / 2;
-            board.publish(s, true);
+            c.publish_to(board, true);
             // The actor publishes once per drain, between other work: back-to-back
             // publishes would keep a slow (unoptimized) reader retrying throughout.
             for (int k = 0; k < 500; ++k) other_work.fetch_add(1, std::memory_order_relaxed);
@@ -134,9 +179,13 @@ TEST(StatsBoard, AReaderOnAnotherThreadSeesOnlyWholePublishes) {
 }
 
 // One change that the core's rules allow; true if it moved a rare counter.
-bool change(stats& s) {
+bool change(counters& c) {
+    stats& s = c.s;
     switch (*rc::gen::inRange(0, 5)) {
-        case 0: grant(s, *rc::gen::element<core::nanos>(0, 1, 7, 100, 65'000, 1'000'000'000, ~core::nanos{0})); break;
+        case 0:
+            c.grant(*rc::gen::element<core::nanos>(0, 1, 7, 100, 65'000, 1'000'000'000, core::nanos{1} << 62,
+                                                   ~core::nanos{0}));
+            break;
         case 1: s.acquires += 1; break;
         case 2: {  // a rare counter grows
             const auto i = *rc::gen::inRange<std::size_t>(0, s.retirements.size());
@@ -161,15 +210,17 @@ bool change(stats& s) {
 
 RC_GTEST_PROP(StatsBoard, EveryReadIsTheLastPublish, ()) {
     stats_board board;
-    stats s;
+    counters c;
     const int publishes = *rc::gen::inRange(1, 40);
     for (int p = 0; p < publishes; ++p) {
         const int changes = *rc::gen::inRange(0, 6);
         bool rare_moved = false;
-        for (int c = 0; c < changes; ++c) rare_moved |= change(s);
-        // Told of a move that did not happen, the board must still be exact.
-        board.publish(s, rare_moved || *rc::gen::arbitrary<bool>());
-        RC_ASSERT(board.read() == s);
+        for (int k = 0; k < changes; ++k) rare_moved |= change(c);
+        // Told of a move that did not happen (a rare counter, a bucket), the board must
+        // still be exact.
+        const std::uint64_t extra_buckets = *rc::gen::arbitrary<bool>() ? *rc::gen::arbitrary<std::uint64_t>() : 0;
+        board.publish(c.s, rare_moved || *rc::gen::arbitrary<bool>(), std::exchange(c.touched, 0) | extra_buckets);
+        RC_ASSERT(board.read() == c.s);
     }
 }
 

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "fairpool/core/config.hpp"
@@ -67,6 +68,12 @@ public:
     [[nodiscard]] std::uint64_t snapshot_size() const noexcept;
 
     [[nodiscard]] const stats& counters() const noexcept { return stats_; }
+    // The wait histogram's buckets that grants added to since the last call, then
+    // forgotten: bit b for bucket b < 63, bit 63 for buckets 63 and 64. For a reader
+    // that copies the counters after steps (the Boost.Asio adapter's stats board) and
+    // would otherwise search the histogram for what changed. Not part of the state: no
+    // step's outcome, snapshot or trace depends on it.
+    [[nodiscard]] std::uint64_t take_touched_wait_buckets() noexcept { return std::exchange(wait_buckets_touched_, 0); }
     [[nodiscard]] const config& configuration() const noexcept { return config_; }
     [[nodiscard]] slot_state slot(std::uint32_t index) const noexcept { return slots_[index].state; }
     // The sizes in force: the config's, or the last valid `resize`'s.
@@ -258,6 +265,7 @@ private:
     std::uint64_t jitter_state_ = 0;      // splitmix64 (decision 13)
     mutable std::uint32_t first_fresh_ = detail::no_index;  // idle slots before it are stale (decision 12)
     stats stats_;
+    std::uint64_t wait_buckets_touched_ = 0;  // take_touched_wait_buckets()
     detail::bounded_vector<effect> effects_;  // of the current step, capacity max_effects_per_step
 
     std::vector<slot_record> slots_;

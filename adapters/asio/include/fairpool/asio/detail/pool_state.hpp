@@ -95,7 +95,7 @@ public:
           operations_(limit_),
           closing_(executor_, stats_),
           resources_(slot_capacity(), std::move(hooks)) {
-        stats_.publish(core_.counters(), true);
+        stats_.publish_all(core_.counters());
     }
 
     pool_state(const pool_state&) = delete;
@@ -595,7 +595,7 @@ private:
     // At the end of each drain, or earlier for a step that completes an acquire; never
     // twice for the same counters.
     void publish_counters() noexcept {
-        stats_.publish(core_.counters(), std::exchange(rare_counters_moved_, false));
+        stats_.publish(core_.counters(), std::exchange(rare_counters_moved_, false), core_.take_touched_wait_buckets());
         counters_unpublished_ = false;
     }
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <bit>
 #include <cstdint>
 #include <cstddef>
 #include <cstring>
@@ -23,33 +24,32 @@ public:
     // retirements, leaks, health, resizes, busy: 23 words) are stored only when the
     // caller says one of them may have moved: only a step that emits an effect other
     // than a grant, or feeds an event other than an acquire or a release, moves one
-    // (docs/CONTRACT.md section 9; checked here in debug builds). Of the histogram (65
-    // words) only the buckets that changed are stored: each grant adds one to exactly
-    // one bucket, so the search for them, from bucket 0 (where immediate grants land)
-    // up, stops once it has found as many new waits as there were new grants.
-    // The writer keeps no copy of its own: the board's words are what it last stored,
-    // and its relaxed loads of them see its own stores.
-    void publish(const core::stats& s, bool rare_moved) noexcept {
+    // (docs/CONTRACT.md section 9). Of the histogram (65 words) only the buckets in
+    // `touched_buckets` are stored (the scheduler's take_touched_wait_buckets(): bit b
+    // for bucket b, bit 63 for buckets 63 and 64). Both promises are checked here in
+    // debug builds. The writer keeps no copy of its own: the board's words are what it
+    // last stored, and its relaxed loads of them see its own stores.
+    void publish(const core::stats& s, bool rare_moved, std::uint64_t touched_buckets) noexcept {
         const auto* next = reinterpret_cast<const unsigned char*>(&s);
         FAIRPOOL_DEBUG_ASSERT(rare_moved || same_as_board(next, rare_begin, rare_end));
-        // Read before the grants' words are overwritten below.
-        std::uint64_t waits_to_find = grants(next) - (on_board(grants_immediate_word) + on_board(grants_after_wait_word));
         const std::uint64_t seq = sequence_.load(std::memory_order_relaxed);
         sequence_.store(seq + 1, std::memory_order_relaxed);
         std::atomic_thread_fence(std::memory_order_release);
         store(next, 0, rare_begin);
         if (rare_moved) store(next, rare_begin, rare_end);
         store(next, rare_end, scalar_words);
-        for (std::size_t i = scalar_words; waits_to_find > 0; ++i) {
-            FAIRPOOL_ASSERT(i < words);  // each grant is in exactly one bucket
-            const std::uint64_t bucket = word(next, i);
-            const std::uint64_t added = bucket - on_board(i);
-            if (added == 0) continue;
-            words_[i].store(bucket, std::memory_order_relaxed);
-            waits_to_find -= added;
+        for (std::uint64_t left = touched_buckets; left != 0; left &= left - 1) {
+            const auto bucket = static_cast<std::size_t>(std::countr_zero(left));
+            store(next, scalar_words + bucket, scalar_words + bucket + 1);
+            if (bucket == 63) store(next, scalar_words + 64, words);
         }
+        FAIRPOOL_DEBUG_ASSERT(same_as_board(next, scalar_words, words));
         sequence_.store(seq + 2, std::memory_order_release);
     }
+
+    // Every word, whatever moved: the first publish, and readers of a scheduler that
+    // did not start at zero.
+    void publish_all(const core::stats& s) noexcept { publish(s, true, all_buckets); }
 
     [[nodiscard]] core::stats read() const noexcept {
         std::array<std::uint64_t, words> raw;
@@ -82,18 +82,14 @@ private:
     static constexpr std::size_t rare_end = offsetof(core::stats, queued_waiters) / 8;
     static_assert(offsetof(core::stats, grants_after_wait) / 8 < rare_begin && rare_begin < rare_end &&
                   rare_end < scalar_words);
-    static constexpr std::size_t grants_immediate_word = offsetof(core::stats, grants_immediate) / 8;
-    static constexpr std::size_t grants_after_wait_word = offsetof(core::stats, grants_after_wait) / 8;
     static constexpr std::uint32_t spin_attempts = 64;
+    static constexpr std::uint64_t all_buckets = ~std::uint64_t{0};
+    static_assert(words - scalar_words == 65, "buckets 0..64: bit 63 stands for 63 and 64");
 
     static std::uint64_t word(const unsigned char* raw, std::size_t i) noexcept {
         std::uint64_t w;
         std::memcpy(&w, raw + i * 8, 8);
         return w;
-    }
-
-    static std::uint64_t grants(const unsigned char* raw) noexcept {
-        return word(raw, grants_immediate_word) + word(raw, grants_after_wait_word);
     }
 
     // Word i as the writer last stored it (only the writer calls this).
