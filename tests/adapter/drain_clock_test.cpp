@@ -167,7 +167,8 @@ TEST(DrainClock, AnyClockButSteadyClockIsReadItself) {
 // each between what steady_clock says just before and just after it, give or take the
 // interpolation's error (here: a generous 100 us, for a rate measured over the first
 // millisecond of a busy VM). Every other read is at a stamp taken before it, as a drain
-// takes one before it takes the actor.
+// takes one before it takes the actor; `before` is read before that stamp, so that a
+// thread preempted between the stamp and the read still reads within its bounds.
 TEST(DrainClock, SteadyClockReadsFollowTheSteadyClock) {
     const auto epoch = std::chrono::steady_clock::now();
     detail::drain_clock<std::chrono::steady_clock> c(epoch);
@@ -177,8 +178,8 @@ TEST(DrainClock, SteadyClockReadsFollowTheSteadyClock) {
     };
     constexpr std::uint64_t slack = 100'000;
     for (int i = 0; i < 100'000; ++i) {
-        const std::uint64_t stamp = c.stamp();
         const std::uint64_t before = since_epoch();
+        const std::uint64_t stamp = c.stamp();
         const std::uint64_t got = i % 2 == 0 ? c.read() : c.read(stamp);
         const std::uint64_t after = since_epoch();
         ASSERT_LE(got, after + slack) << "read " << i;
