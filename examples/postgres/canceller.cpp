@@ -30,6 +30,11 @@ bool canceller::submit(PGcancel* request) {
     return false;
 }
 
+void canceller::wait_idle() {
+    std::unique_lock lock(mutex_);
+    idle_.wait(lock, [this] { return queue_.empty() && !sending_; });
+}
+
 void canceller::run() {
     std::unique_lock lock(mutex_);
     for (;;) {
@@ -37,12 +42,15 @@ void canceller::run() {
         if (queue_.empty()) return;  // stopping, and everything sent
         PGcancel* request = queue_.front();
         queue_.pop_front();
+        sending_ = true;
         lock.unlock();
         std::array<char, 256> message{};
         const bool ok = PQcancel(request, message.data(), static_cast<int>(message.size())) == 1;
         PQfreeCancel(request);
         (ok ? sent_ : failed_).fetch_add(1, std::memory_order_relaxed);
         lock.lock();
+        sending_ = false;
+        if (queue_.empty()) idle_.notify_all();
     }
 }
 

@@ -29,6 +29,10 @@ public:
     // request is freed unsent.
     bool submit(PGcancel* request);
 
+    // Blocks until every request submitted so far has been sent or has failed (a test,
+    // or a shutdown report, reads sent() after it: the sends run on their own thread).
+    void wait_idle();
+
     [[nodiscard]] std::uint64_t sent() const noexcept { return sent_.load(std::memory_order_relaxed); }
     [[nodiscard]] std::uint64_t failed() const noexcept { return failed_.load(std::memory_order_relaxed); }
     [[nodiscard]] std::uint64_t dropped() const noexcept { return dropped_.load(std::memory_order_relaxed); }
@@ -39,7 +43,9 @@ private:
     const std::size_t capacity_;
     std::mutex mutex_;
     std::condition_variable wake_;
+    std::condition_variable idle_;  // the queue emptied and no request is being sent
     std::deque<PGcancel*> queue_;
+    bool sending_ = false;
     bool stopping_ = false;
     std::atomic<std::uint64_t> sent_{0}, failed_{0}, dropped_{0};
     std::thread thread_;  // last: starts once the rest is built

@@ -64,6 +64,7 @@ TEST(PostgresCancel, CancelledBackendNeverServesAnotherRequest) {
         EXPECT_EQ(std::count(cancelled.begin(), cancelled.end(), pid), 0) << "backend " << pid << " served again";
     EXPECT_EQ(pool.stats().retirements[static_cast<std::size_t>(fairpool::core::retire_reason::dirty)],
               static_cast<std::uint64_t>(cancelled_rounds));
+    cancels.wait_idle();  // the last cancels may still be on the canceller's thread
     EXPECT_EQ(cancels.sent(), static_cast<std::uint64_t>(cancelled_rounds));
     // The server ended each cancelled pg_sleep(30): none of those backends runs it now.
     pg::testing::observer watch(db);
