@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -142,6 +143,18 @@ void for_each_design(F&& f) {
     f(servicing_task_design{}, std::size_t{2});
     f(notify_retry_design{}, std::size_t{3});
     f(channel_design{}, std::size_t{4});
+}
+
+// Calls f(design) for the design named `name`; false if there is none so named.
+template <class F>
+bool with_design_named(std::string_view name, F&& f) {
+    bool found = false;
+    for_each_design([&](auto d, std::size_t) {
+        if (name != d.name) return;
+        found = true;
+        f(d);
+    });
+    return found;
 }
 
 // --- Output and statistics ------------------------------------------------------------

@@ -89,13 +89,7 @@ std::uint64_t count_inversions(const std::vector<std::uint64_t>& served) {
 }  // namespace
 
 bool grid_one_thread_runs(const char* design, int runs) {
-    bool found = false;
-    for_each_design([&](auto d, std::size_t) {
-        if (std::string_view(d.name) != design) return;
-        found = true;
-        contended_runs_on_one_pool<decltype(d)>(runs);
-    });
-    return found;
+    return with_design_named(design, [&](auto d) { contended_runs_on_one_pool<decltype(d)>(runs); });
 }
 
 void scenario_grid(int reps, int cycles) {

@@ -160,13 +160,7 @@ round_trip_result checking_round_trip_once(std::size_t cycles) {
 bool round_trip_cycles(const char* design, std::size_t cycles) {
     if (std::string_view(design) == checking_design) return checking_round_trip_once(cycles), true;
     if (std::string_view(design) == recording_design) return recording_round_trip_once(cycles), true;
-    bool found = false;
-    for_each_design([&](auto d, std::size_t) {
-        if (std::string_view(d.name) != design) return;
-        found = true;
-        round_trip_once<decltype(d)>(cycles);
-    });
-    return found;
+    return with_design_named(design, [&](auto d) { round_trip_once<decltype(d)>(cycles); });
 }
 
 void scenario_round_trip(int reps, std::size_t cycles) {
