@@ -7,6 +7,7 @@
 #include <boost/asio/deferred.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
@@ -199,6 +200,75 @@ TEST(adapter_lifetime, a_deferred_acquire_launched_after_its_pool_and_handle_are
     ASSERT_TRUE(outcome.has_value());
     EXPECT_EQ(*outcome, make_error_code(error::closed));
     EXPECT_TRUE(state.expired());
+}
+
+// Lease tokens (pool_state.hpp). A lease released on the pool's executor, with the actor
+// idle, hands its reference to the pool's state back to the actor, which gives it to the
+// slot's next lease: a round trip changes no reference count. The three cases below pin
+// that, and that the references the actor keeps go when the pool closes and when its
+// io_context is destroyed without running again (they are references from the state to
+// itself: kept, they would leak it).
+struct round_trip_counts {
+    long with_lease = 0;     // the first lease in hand
+    long after_release = 0;  // released on the pool's executor
+    long next_lease = 0;     // the next lease of the same slot in hand
+};
+
+// On `io`: an acquire, whose handler releases its lease and acquires again.
+round_trip_counts round_trip_on_the_executor(boost::asio::io_context& io, pool<int>& p,
+                                             const std::weak_ptr<const void>& state) {
+    round_trip_counts counts;
+    auto h = p.make_handle();
+    boost::asio::post(io, [&] {
+        h.async_acquire([&](error_code ec, lease<int> l) {
+            ASSERT_FALSE(ec);
+            counts.with_lease = state.use_count();
+            l.release();
+            counts.after_release = state.use_count();
+            h.async_acquire([&](error_code ec2, lease<int> l2) {
+                ASSERT_FALSE(ec2);
+                ASSERT_TRUE(l2);
+                counts.next_lease = state.use_count();
+            });
+        });
+    });
+    settle(io);
+    return counts;
+}
+
+TEST(adapter_lifetime, a_lease_released_on_the_pool_executor_hands_its_reference_to_the_next_lease) {
+    boost::asio::io_context io;
+    auto p = make_int_pool(io);
+    const std::weak_ptr<const void> state = p->lifetime();
+    settle(io);
+    const round_trip_counts counts = round_trip_on_the_executor(io, *p, state);
+    ASSERT_GT(counts.with_lease, 1);  // the pool's and the lease's, at least
+    EXPECT_EQ(counts.after_release, counts.with_lease) << "the lease's reference was dropped, not kept by the actor";
+    EXPECT_EQ(counts.next_lease, counts.with_lease) << "the next lease took a new reference, not the kept one";
+}
+
+TEST(adapter_lifetime, the_references_the_actor_keeps_go_when_the_pool_closes) {
+    boost::asio::io_context io;
+    auto p = make_int_pool(io);
+    const std::weak_ptr<const void> state = p->lifetime();
+    settle(io);
+    round_trip_on_the_executor(io, *p, state);
+    p.reset();   // shuts down
+    settle(io);  // and closes
+    EXPECT_TRUE(state.expired()) << "the actor still keeps a lease token: the state keeps itself alive";
+}
+
+TEST(adapter_lifetime, the_references_the_actor_keeps_go_with_an_io_context_destroyed_unrun) {
+    std::weak_ptr<const void> state;
+    {
+        boost::asio::io_context io;
+        auto p = make_int_pool(io);
+        state = p->lifetime();
+        settle(io);
+        round_trip_on_the_executor(io, *p, state);
+        p.reset();  // its shutdown is posted, and never runs
+    }
+    EXPECT_TRUE(state.expired()) << "the actor's lease tokens outlived the io_context: the state leaked";
 }
 
 }  // namespace

@@ -58,10 +58,10 @@ template <class State>
 struct acquire_initiation {
     template <class Handler>
     void operator()(Handler&& handler, const std::shared_ptr<State>& state, std::uint64_t handle,
-                    std::shared_ptr<handle_block> block, core::nanos deadline, std::uint32_t weight,
+                    const std::shared_ptr<handle_block>& block, core::nanos deadline, std::uint32_t weight,
                     std::optional<std::uint64_t> max_leases) const {
-        state->start_acquire(std::decay_t<Handler>(std::forward<Handler>(handler)), state, handle, std::move(block),
-                             deadline, weight, max_leases);
+        state->start_acquire(std::decay_t<Handler>(std::forward<Handler>(handler)), state, handle, block, deadline,
+                             weight, max_leases);
     }
 };
 

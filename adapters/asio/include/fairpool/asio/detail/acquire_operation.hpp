@@ -31,6 +31,7 @@
 
 #include "fairpool/asio/detail/handle_block.hpp"
 #include "fairpool/asio/detail/handler_work.hpp"
+#include "fairpool/core/detail/assert.hpp"
 #include "fairpool/core/event.hpp"
 #include <cstdint>
 #include <memory>
@@ -65,11 +66,21 @@ public:
     // directly, from when the scheduler queues it; its delivery counts it back.
     [[nodiscard]] bool counted() const noexcept { return counted_; }
     void set_counted() noexcept { counted_ = true; }
+
+    // Its references to the pool's state and to its handle's block. Fed to the scheduler
+    // directly and completed in that very step, an operation needs neither before its
+    // completion: the initiating function's caller holds both throughout. Any other
+    // holds both from when it outlives that call (pushed into the mailbox, or queued by
+    // the scheduler), and every operation holds the pool's from its completion on,
+    // which its delivery moves into the lease (pool_state.hpp: lease tokens).
+    [[nodiscard]] bool holds_pool() const noexcept { return pool_ != nullptr; }
+    void hold_pool(std::shared_ptr<void> pool) noexcept { pool_ = std::move(pool); }
+    [[nodiscard]] bool holds_block() const noexcept { return block_owner_ != nullptr; }
+    void hold_block(const std::shared_ptr<handle_block>& owner) noexcept { block_owner_ = owner; }
     // On the actor, at its grant: the block's ownership, for the lease's time (the
     // operation keeps the raw pointer, to count its delivery, which comes before the
     // lease exists and so before its release).
     [[nodiscard]] std::shared_ptr<handle_block> take_block_owner() noexcept { return std::move(block_owner_); }
-    void give_block_owner_to(std::shared_ptr<handle_block>& empty) noexcept { empty.swap(block_owner_); }
     // On the actor: when its acquire reached the scheduler (for the handle's wait).
     void arrived_at(core::nanos now) noexcept { arrived_ = now; }
     [[nodiscard]] core::nanos arrived() const noexcept { return arrived_; }
@@ -79,18 +90,18 @@ protected:
     using abandon_fn = void (*)(acquire_operation*) noexcept;
     using keep_work_fn = void (*)(acquire_operation*) noexcept;
     // run: what the io_context's scheduler calls once the operation is posted to it.
-    acquire_operation(func_type run, complete_fn c, abandon_fn a, keep_work_fn k,
-                      std::shared_ptr<handle_block> block) noexcept
-        : scheduler_operation(run), complete_(c), abandon_(a), keep_work_(k), block_(block.get()),
-          block_owner_(std::move(block)) {}
+    acquire_operation(func_type run, complete_fn c, abandon_fn a, keep_work_fn k, handle_block* block) noexcept
+        : scheduler_operation(run), complete_(c), abandon_(a), keep_work_(k), block_(block) {}
     ~acquire_operation() = default;
+
+    std::shared_ptr<void> pool_;  // the pool's state, once held (holds_pool)
 
 private:
     complete_fn complete_;
     abandon_fn abandon_;
     keep_work_fn keep_work_;
     handle_block* block_;
-    std::shared_ptr<handle_block> block_owner_;  // until the grant (take_block_owner)
+    std::shared_ptr<handle_block> block_owner_;  // once held (holds_block), until the grant (take_block_owner)
     core::nanos arrived_ = 0;
     bool counted_ = false;
 };
@@ -128,7 +139,7 @@ template <class Handler>
 using handler_allocator_t = boost::asio::associated_allocator_t<Handler, boost::asio::recycling_allocator<void>>;
 
 // State: the pool's actor type; it provides lease_type, make_lease(state, slot, lease)
-// (static), operation_delivered(block, counted) and release(slot, lease, outcome). Handler:
+// (static), operation_delivered(block, counted) and release(slot, lease, outcome, state). Handler:
 // void(error_code, lease_type).
 // DefaultExecutor: the pool's executor, as the concrete io_context executor when it is
 // one (a work guard and a post through it cost no type erasure), for a handler without
@@ -139,10 +150,11 @@ public:
     using executor_type = handler_executor_t<Handler, DefaultExecutor>;
     using allocator_type = handler_allocator_t<Handler>;
 
-    static typed_acquire_operation* create(Handler&& handler, const DefaultExecutor& ex, std::shared_ptr<State> state,
-                                           std::shared_ptr<handle_block> block) {
+    // It holds no reference yet (holds_pool, holds_block).
+    static typed_acquire_operation* create(Handler&& handler, const DefaultExecutor& ex, State* state,
+                                           handle_block* block) {
         void* memory = allocate(boost::asio::get_associated_allocator(handler, boost::asio::recycling_allocator<void>()));
-        return ::new (memory) typed_acquire_operation(std::move(handler), ex, std::move(state), std::move(block));
+        return ::new (memory) typed_acquire_operation(std::move(handler), ex, state, block);
     }
 
 private:
@@ -175,14 +187,12 @@ private:
         }
     }
 
-    typed_acquire_operation(Handler&& handler, const DefaultExecutor& ex, std::shared_ptr<State> state,
-                            std::shared_ptr<handle_block> block)
+    typed_acquire_operation(Handler&& handler, const DefaultExecutor& ex, State* state, handle_block* block)
         : acquire_operation(&typed_acquire_operation::run_posted, &typed_acquire_operation::do_complete,
-                            &typed_acquire_operation::do_abandon, &typed_acquire_operation::do_keep_work,
-                            std::move(block)),
+                            &typed_acquire_operation::do_abandon, &typed_acquire_operation::do_keep_work, block),
           work_(boost::asio::get_associated_executor(handler, ex)),
           handler_(std::move(handler)),
-          state_(std::move(state)) {}
+          state_(state) {}
 
     // The outcome, run on the handler's executor. If that executor's context is
     // destroyed first, the delivery is destroyed without running: the operation and its
@@ -242,10 +252,8 @@ private:
     // copy is destroyed on the round trip's path).
     [[gnu::noinline]] void drop_delivery() noexcept {
         const outcome out = outcome_;
-        if (out.ec) return finish_without_upcall();
-        std::shared_ptr<State> state = state_;
-        finish_without_upcall();
-        state->release(out.slot, out.lease, core::release_outcome::clean);
+        std::shared_ptr<State> state = free_delivered(handler_allocator());
+        if (!out.ec) state->release(out.slot, out.lease, core::release_outcome::clean, state);
     }
 
     // Frees the operation and its handler without invoking it.
@@ -256,9 +264,11 @@ private:
     }
 
     // Frees the operation (with what is left of its handler: all of it, unless the
-    // delivery moved it out), then counts its delivery; returns its reference to the pool.
+    // delivery moved it out), then counts its delivery; returns its reference to the pool
+    // (held since its completion, or since it outlived its initiating function).
     std::shared_ptr<State> free_delivered(const allocator_type& alloc) noexcept {
-        std::shared_ptr<State> state(std::move(state_));
+        FAIRPOOL_DEBUG_ASSERT(holds_pool());
+        std::shared_ptr<State> state = std::static_pointer_cast<State>(std::move(pool_));
         handle_block* const b = block();
         const bool was_counted = counted();
         // After a grant the actor owns the block for the lease's time (owner is null).
@@ -314,7 +324,7 @@ private:
     outcome outcome_;
     handler_work<executor_type> work_;
     Handler handler_;
-    std::shared_ptr<State> state_;
+    State* state_;  // kept alive by pool_ (holds_pool) or by the initiating function's caller
 };
 
 }  // namespace fairpool::detail

@@ -90,6 +90,8 @@ public:
           core_(options_.scheduler),
           recorder_(options_.recording ? std::make_unique<flight_recorder>(*options_.recording, core_) : nullptr),
           lease_blocks_(slot_capacity()),
+          lease_tokens_(slot_capacity()),
+          dying_tokens_(reserved<std::shared_ptr<pool_state>>(slot_capacity())),
           limit_(static_cast<std::uint32_t>(options_.scheduler.max_waiters) + options_.mailbox_capacity),
           mailbox_(limit_, slot_capacity()),
           operations_(limit_),
@@ -154,7 +156,7 @@ public:
     // shared_from_this, which must lock a weak reference).
     template <class Handler>
     void start_acquire(Handler handler, const std::shared_ptr<pool_state>& self, std::uint64_t handle,
-                       std::shared_ptr<handle_block> block, core::nanos deadline, std::uint32_t weight,
+                       const std::shared_ptr<handle_block>& block, core::nanos deadline, std::uint32_t weight,
                        std::optional<std::uint64_t> max_leases) {
         FAIRPOOL_DEBUG_ASSERT(self.get() == this);
         auto slot = boost::asio::get_associated_cancellation_slot(handler);
@@ -168,10 +170,10 @@ public:
         acquire_operation* op = nullptr;
         if (io_executor_ != nullptr) {
             using operation = typed_acquire_operation<pool_state, Handler, boost::asio::io_context::executor_type>;
-            op = operation::create(std::move(handler), *io_executor_, self, std::move(block));
+            op = operation::create(std::move(handler), *io_executor_, this, block.get());
         } else {
             using operation = typed_acquire_operation<pool_state, Handler, executor_type>;
-            op = operation::create(std::move(handler), executor_, self, std::move(block));
+            op = operation::create(std::move(handler), executor_, this, block.get());
         }
         acquire_command command{op, 0, handle, deadline, max_leases.value_or(0), weight, max_leases.has_value()};
         // A cancellation slot gets its handler only while the acquire counts as
@@ -182,10 +184,13 @@ public:
         // emplace may allocate the slot's memory: a failure there is fatal, as anything
         // thrown in a drain is.)
         if (on_executor && fed_directly([&] {
-                const std::uint64_t queued_as = take_acquire(command);
+                const std::uint64_t queued_as = take_acquire(command, caller_refs{&self, &block});
                 if (queued_as != 0 && slot.is_connected()) slot.template emplace<cancel_request>(this, queued_as);
             }))
             return;
+        // Through the mailbox, the operation outlives this call: it holds its references.
+        op->hold_pool(self);
+        if (block) op->hold_block(block);
         if (on_executor) {  // the actor was not idle: through the mailbox after all
             if (!admit(op->block())) return refuse_busy(op);
         }
@@ -207,9 +212,17 @@ public:
         announce(command_kind::acquire);
     }
 
-    void release(std::uint32_t slot, std::uint64_t lease, core::release_outcome outcome) noexcept {
-        if (!on_pool_executor() || !fed_directly([&] { feed_release(slot, lease, outcome); }))
-            push_slot_command(slot_command{core::event_kind::release, slot, lease, outcome, true});
+    // `token`: the lease's reference to this state. Fed directly, the actor keeps it
+    // for the slot's next lease (lease tokens, below); otherwise the caller drops it
+    // after this call, which it keeps the state alive through.
+    void release(std::uint32_t slot, std::uint64_t lease, core::release_outcome outcome,
+                 std::shared_ptr<pool_state>& token) noexcept {
+        if (on_pool_executor() && fed_directly([&] {
+                keep_token(slot, token);
+                feed_release(slot, lease, outcome);
+            }))
+            return;
+        push_slot_command(slot_command{core::event_kind::release, slot, lease, outcome, true});
     }
 
     void deregister(std::uint64_t handle) noexcept {
@@ -263,13 +276,23 @@ public:
 
     // The execution context is shutting down (no thread runs it any more): pending
     // acquires are destroyed without invocation, as Asio does with its own.
+    // (The registry holds a reference meanwhile, so dropping the lease tokens here,
+    // which no drain will ever take again, cannot free this state under the call.)
     void abandon_pending() noexcept override {
         mailbox_.acquires.consume_all([](const acquire_command& c) { c.operation->abandon(); });
         operations_.take_all([](acquire_operation* op) { op->abandon(); });
         closing_.abandon();
+        drop_tokens();
+        dying_tokens_.clear();
     }
 
 private:
+    // The references of the caller of an acquire fed directly (take_acquire).
+    struct caller_refs {
+        const std::shared_ptr<pool_state>* self = nullptr;
+        const std::shared_ptr<handle_block>* block = nullptr;
+    };
+
     // Per-operation cancellation: one cancel command per operation, whatever the type
     // (a queued waiter has no side effect to undo, so terminal, partial and total agree).
     struct cancel_request {
@@ -307,11 +330,18 @@ private:
     }
     void refuse_busy(acquire_operation* op) {
         count_busy(op->block());
-        op->complete(make_error_code(error::busy), 0, 0);
+        complete_rejected(op, make_error_code(error::busy));
     }
     void count_busy(handle_block* block) noexcept {
         busy_rejections_.fetch_add(1, std::memory_order_relaxed);
         if (block) block->refused_busy();
+    }
+
+    template <class T>
+    static std::vector<T> reserved(std::size_t capacity) {
+        std::vector<T> v;
+        v.reserve(capacity);
+        return v;
     }
 
     [[nodiscard]] std::uint32_t slot_capacity() const noexcept {
@@ -440,10 +470,21 @@ private:
     void finish_drain(std::uint32_t budget) {
         for (;;) {
             after_serving();
+            if (!dying_tokens_.empty()) [[unlikely]]
+                return finish_drain_dropping_tokens(budget);
             if (mailbox_.state.release()) return;
             const std::uint32_t left = serve(mailbox_.state.take(), budget);
             if (left != 0) return hand_off(left);
         }
+    }
+
+    // Lease tokens dropped by this drain (drop_tokens) go last, after the actor is let
+    // go: they may be the last references to this state, and nothing after them in
+    // this drain's call chain touches it. (Once: no token is kept again.)
+    [[gnu::noinline]] void finish_drain_dropping_tokens(std::uint32_t budget) {
+        std::vector<std::shared_ptr<pool_state>> dying;
+        dying.swap(dying_tokens_);
+        finish_drain(budget);
     }
 
     [[gnu::noinline]] void hand_off(std::uint32_t left) {
@@ -503,8 +544,10 @@ private:
     // The acquire's operation waits beside the table while its own step runs: a step
     // that completes it at once (an immediate grant, a rejection) takes it from there,
     // and only a queued waiter's goes into the table. Returns the waiter's id if the
-    // scheduler queued it, else 0.
-    std::uint64_t take_acquire(const acquire_command& c) {
+    // scheduler queued it, else 0. `refs`: for one fed directly (it holds no reference
+    // yet), the caller's, which it takes copies of only if it is queued.
+    std::uint64_t take_acquire(const acquire_command& c, caller_refs refs = {}) {
+        FAIRPOOL_DEBUG_ASSERT((refs.self != nullptr) == !c.operation->holds_pool());
         // Fed directly and not counted yet: admitted here, where no other acquire can be
         // counted meanwhile (the actor counts at most one beyond limit_: mailbox.hpp).
         if (!c.operation->counted() && outstanding_.load(std::memory_order_relaxed) >= limit_) {
@@ -518,20 +561,25 @@ private:
         if (c.capped) e.set_max_leases(c.max_leases);
         if (handle_block* b = c.operation->block()) b->acquired();
         c.operation->arrived_at(drain_now_);
-        arriving_ = {waiter, c.operation};
+        arriving_ = {waiter, c.operation, refs.block};
         feed(e);
         if (arriving_.operation == nullptr) return 0;  // completed in its own step
-        if (!arriving_.operation->counted()) count_queued(arriving_.operation);
+        if (!arriving_.operation->counted()) count_queued(arriving_.operation, refs);
         arriving_.operation->keep_work();
         operations_.insert(arriving_.waiter, std::exchange(arriving_.operation, nullptr));
         return waiter;
     }
 
     // An acquire fed directly and queued by the scheduler now counts as outstanding (its
-    // handle's deregistration must reach the waiter); its delivery counts it back.
-    void count_queued(acquire_operation* op) noexcept {
+    // handle's deregistration must reach the waiter); its delivery counts it back. It
+    // outlives its initiating function: it holds its references from now on.
+    void count_queued(acquire_operation* op, caller_refs refs) noexcept {
         outstanding_.fetch_add(1, std::memory_order_acq_rel);
-        if (handle_block* b = op->block()) b->outstanding.fetch_add(1, std::memory_order_acq_rel);
+        if (handle_block* b = op->block()) {
+            b->outstanding.fetch_add(1, std::memory_order_acq_rel);
+            op->hold_block(*refs.block);
+        }
+        op->hold_pool(*refs.self);
         op->set_counted();
     }
 
@@ -546,11 +594,11 @@ private:
     }
 
     // A release first counts its lease back to its handle's block, which the actor held
-    // for the lease (perform) and lets go now.
+    // for the lease (perform) and keeps for the slot's next lease.
     void feed_release(std::uint32_t slot, std::uint64_t lease, core::release_outcome outcome) {
-        if (std::shared_ptr<handle_block>& owner = lease_blocks_[slot]) {
-            owner->returned();
-            owner.reset();
+        if (lease_block& b = lease_blocks_[slot]; b.counting) {
+            b.owner->returned();
+            b.counting = false;
         }
         feed(core::event::release(drain_now_, slot, lease, outcome));
     }
@@ -600,15 +648,25 @@ private:
     }
 
     // A grant counts in its handle's block, which the actor then keeps alive for the
-    // lease (lease_blocks_, until its release): moved from the operation, no reference
-    // count changes hands.
+    // lease (lease_blocks_): moved from the operation if it holds it, else (fed directly
+    // and granted at once) the caller's, copied only if the slot's last lease was
+    // another handle's. The operation gets the slot's lease token unless it holds a
+    // reference of its own.
     void perform(const core::effect& f) {
         if (f.kind == core::effect_kind::grant) {
             acquire_operation* op = take_operation(f.waiter);
             if (handle_block* b = op->block()) {
                 b->granted(drain_now_ - op->arrived());
-                op->give_block_owner_to(lease_blocks_[f.slot]);  // empty since the slot's last release
+                lease_block& kept = lease_blocks_[f.slot];
+                if (op->holds_block()) {
+                    kept.owner = op->take_block_owner();
+                } else if (kept.owner.get() != b) {
+                    FAIRPOOL_DEBUG_ASSERT(arriving_.block != nullptr && arriving_.block->get() == b);
+                    kept.owner = *arriving_.block;
+                }
+                kept.counting = true;
             }
+            if (!op->holds_pool()) op->hold_pool(take_token(f.slot));
             return op->complete({}, f.slot, f.lease);
         }
         perform_other(f);
@@ -620,7 +678,7 @@ private:
             case core::effect_kind::reject: {
                 acquire_operation* op = take_operation(f.waiter);
                 if (handle_block* b = op->block()) b->rejected(f.rejected);
-                op->complete(rejection(f.rejected), 0, 0);
+                complete_rejected(op, rejection(f.rejected));
                 break;
             }
             case core::effect_kind::spawn:
@@ -643,6 +701,47 @@ private:
                 break;
             case core::effect_kind::closed: closed_ = true; break;
         }
+    }
+
+    // A rejected operation holds a reference to this state from now on, as a granted
+    // one holds its lease token: its delivery may come after everything else let go.
+    void complete_rejected(acquire_operation* op, const boost::system::error_code& ec) {
+        if (!op->holds_pool()) op->hold_pool(this->shared_from_this());
+        op->complete(ec, 0, 0);
+    }
+
+    // --- Lease tokens -----------------------------------------------------------------
+    //
+    // A lease holds a reference to this state (it may outlive the pool). Taking one
+    // per grant and dropping it per release would cost two atomic read-modify-writes
+    // of the reference count per round trip. Instead each slot has a token: a reference
+    // the actor hands to the slot's lease at its grant (take_token) and takes back at
+    // its release, when the release is fed directly (keep_token); one released
+    // through the mailbox is dropped by its lease, and the slot's next grant takes a new
+    // one. A grant to an operation that already holds a reference (it came through the
+    // mailbox, or waited) gives the lease that one. Tokens kept by the actor are
+    // references from this state to itself: they are dropped when the pool has closed
+    // (every lease back: none can be kept again), after the drain has let the actor
+    // go (finish_drain), and when the execution context shuts down (abandon_pending).
+
+    std::shared_ptr<pool_state> take_token(std::uint32_t slot) {
+        FAIRPOOL_DEBUG_ASSERT(!tokens_dropped_);  // no grant once the pool closed, no drain once abandoned
+        if (std::shared_ptr<pool_state>& kept = lease_tokens_[slot]) return std::move(kept);
+        return this->shared_from_this();
+    }
+
+    void keep_token(std::uint32_t slot, std::shared_ptr<pool_state>& token) noexcept {
+        FAIRPOOL_DEBUG_ASSERT(!tokens_dropped_);  // no lease out once the pool closed, no drain once abandoned
+        if (std::shared_ptr<pool_state>& kept = lease_tokens_[slot]; !kept) kept = std::move(token);
+    }
+
+    // While holding the actor (or once no drain can run again): the tokens move to
+    // dying_tokens_ (its capacity reserved: no allocation), which the drain drops after
+    // letting the actor go (finish_drain_dropping_tokens).
+    void drop_tokens() noexcept {
+        tokens_dropped_ = true;
+        for (std::shared_ptr<pool_state>& token : lease_tokens_)
+            if (token) dying_tokens_.push_back(std::move(token));
     }
 
     static boost::system::error_code rejection(core::reject_reason r) noexcept {
@@ -669,6 +768,7 @@ private:
 
     [[gnu::noinline]] void report_closed() {
         close_reported_ = true;
+        drop_tokens();
         closing_.closed();
     }
 
@@ -711,13 +811,24 @@ private:
     // Owned by the actor (touched only by the drain holding it).
     core::scheduler core_;
     std::unique_ptr<flight_recorder> recorder_;  // null unless options_.recording
-    std::vector<std::shared_ptr<handle_block>> lease_blocks_;  // per slot: its lease's handle's block, if any
+    // Per slot: the block of the handle its last lease was granted to, kept (a reference
+    // count changes hands only when the slot's lease goes to another handle); `counting`
+    // while that lease is out, which its release counts back.
+    struct lease_block {
+        std::shared_ptr<handle_block> owner;
+        bool counting = false;
+    };
+    std::vector<lease_block> lease_blocks_;
+    std::vector<std::shared_ptr<pool_state>> lease_tokens_;  // per slot (lease tokens, above)
+    std::vector<std::shared_ptr<pool_state>> dying_tokens_;  // dropped, until the drain lets go
+    bool tokens_dropped_ = false;  // (for assertions)
     core::nanos drain_now_ = 0;
     std::optional<core::nanos> armed_;
     std::uint64_t actor_waiter_ = 0;  // the last even waiter id given (take_acquire)
     struct {
         std::uint64_t waiter = 0;
         acquire_operation* operation = nullptr;
+        const std::shared_ptr<handle_block>* block = nullptr;  // the caller's, if fed directly
     } arriving_;  // the acquire being fed, until its step is done (take_acquire)
     bool shutdown_fed_ = false;
     bool counters_unpublished_ = false;  // a step ran since the last publish
