@@ -2,7 +2,9 @@
 """Instructions per uncontended round trip (acquire, completion, release) of every
 design of bench/scenarios, counted by callgrind, as bench rows on stdout (one JSON
 object per line): {"scenario": "round_trip", "design", "metric":
-"instructions_per_cycle", "value", "unit": "instructions"}.
+"instructions_per_cycle", "value", "unit": "instructions"}; and of those, the locked
+ones ("locked_instructions_per_cycle": lock-prefixed, or xchg with memory), counted
+in a process that has started a thread (scenarios --round-trip-cycles-threaded).
 
 Each design runs N and 2N round trips in a process of its own (scenarios
 --round-trip-cycles DESIGN N); the difference of the two totals divided by N cancels
@@ -21,7 +23,7 @@ count does not.
 import json
 import sys
 
-from callgrind import instructions, instructions_by_thread
+from callgrind import instructions, instructions_by_thread, locked_instructions
 
 DESIGNS = ["fairpool", "mutex_condvar", "servicing_task", "notify_retry", "channel"]
 CHECKING = "fairpool_check_after_idle"  # bench/scenarios/scenarios.hpp: checking_design
@@ -57,6 +59,15 @@ def main():
         per = (collected(program, design, 2 * n) - collected(program, design, n)) / n
         print(json.dumps({"scenario": "round_trip", "design": design, "metric": "instructions_per_cycle",
                           "value": round(per, 1), "unit": "instructions"}))
+    # Locked instructions (lock-prefixed, and xchg with memory) per round trip, in a
+    # process that has started a thread, as a server's has: each costs ~5 ns here
+    # where a plain one costs a fraction of one.
+    m = min(n, 10_000)
+    for design in DESIGNS:
+        threaded = [program, "--round-trip-cycles-threaded", design]
+        per = (locked_instructions(threaded + [str(2 * m)]) - locked_instructions(threaded + [str(m)])) / m
+        print(json.dumps({"scenario": "round_trip", "design": design, "metric": "locked_instructions_per_cycle",
+                          "value": round(per, 2), "unit": "instructions"}))
     runs = int(sys.argv[sys.argv.index("--grid-runs") + 1]) if "--grid-runs" in sys.argv else 10
     acquires = GRID_WORKERS * GRID_CYCLES
     for design in DESIGNS:

@@ -15,6 +15,8 @@
 //                  [--only round_trip|grid|inversions|tail|tenants|long_hold|recorder]
 //        scenarios --round-trip-cycles DESIGN N   (only N round trips of one design, no rows:
 //        run under callgrind by bench/round_trip_instructions.py)
+//        scenarios --round-trip-cycles-threaded DESIGN N   (the same, after starting and
+//        joining one thread: bench/round_trip_instructions.py counts locked instructions)
 //        scenarios --grid-one-thread-runs DESIGN N   (only N contended runs of one design on
 //        one thread, no rows: the same, per contended acquire)
 #include <algorithm>
@@ -39,6 +41,8 @@ int main(int argc, char** argv) {
         else if (a == "--only" && i + 1 < argc) only = argv[++i];
         else if (a == "--round-trip-cycles" && i + 2 < argc)
             return round_trip_cycles(argv[i + 1], std::strtoull(argv[i + 2], nullptr, 10)) ? 0 : 2;
+        else if (a == "--round-trip-cycles-threaded" && i + 2 < argc)
+            return round_trip_cycles(argv[i + 1], std::strtoull(argv[i + 2], nullptr, 10), true) ? 0 : 2;
         else if (a == "--grid-one-thread-runs" && i + 2 < argc)
             return grid_one_thread_runs(argv[i + 1], std::atoi(argv[i + 2])) ? 0 : 2;
         else {

@@ -10,7 +10,10 @@ namespace fairpool_bench {
 // handlers run per cycle; fairpool also with the flight recorder on.
 void scenario_round_trip(int reps, std::size_t cycles);
 // Only `cycles` round trips of the named design (false if there is none so named).
-bool round_trip_cycles(const char* design, std::size_t cycles);
+// `threaded`: first start and join one thread, so the process runs as a server's does
+// (glibc and libstdc++ skip the lock prefix of their mutexes and reference counts in a
+// process that never started a thread): for counting locked instructions.
+bool round_trip_cycles(const char* design, std::size_t cycles, bool threaded = false);
 // The design name round_trip_cycles takes for fairpool with check_after_idle = 1 ns.
 inline constexpr const char* checking_design = "fairpool_check_after_idle";
 // ... and for fairpool with the flight recorder on (fairpool_recording_design).
