@@ -61,11 +61,12 @@ def main():
                           "value": round(per, 1), "unit": "instructions"}))
     # Locked instructions (lock-prefixed, and xchg with memory) per round trip, in a
     # process that has started a thread, as a server's has: each costs ~5 ns here
-    # where a plain one costs a fraction of one.
-    m = min(n, 10_000)
+    # where a plain one costs a fraction of one. (Per-instruction counts make
+    # callgrind's files large: at most 10,000 and 20,000 cycles, which count exactly.)
+    k = min(n, 10_000)
     for design in DESIGNS:
         threaded = [program, "--round-trip-cycles-threaded", design]
-        per = (locked_instructions(threaded + [str(2 * m)]) - locked_instructions(threaded + [str(m)])) / m
+        per = (locked_instructions(threaded + [str(2 * k)]) - locked_instructions(threaded + [str(k)])) / k
         print(json.dumps({"scenario": "round_trip", "design": design, "metric": "locked_instructions_per_cycle",
                           "value": round(per, 2), "unit": "instructions"}))
     runs = int(sys.argv[sys.argv.index("--grid-runs") + 1]) if "--grid-runs" in sys.argv else 10
