@@ -144,6 +144,32 @@ void scenario_grid(int reps, int cycles) {
         }
 }
 
+// `runs` runs of one grid cell per design, interleaved run by run: how many settled on
+// one thread and how many on both (common.hpp), and each mode's median total. A cell's
+// runs are bimodal, for every design: a run whose second thread joins in costs several
+// times one that stays on one thread, and which mode a run lands in moves with the
+// machine more than with the design, so the grid's medians mix the two. Compared mode by
+// mode over many runs, the designs' ratios stand still.
+void scenario_grid_modes(std::size_t size, int workers, int runs) {
+    const std::string name = "grid_modes/size=" + std::to_string(size) + "/workers=" + std::to_string(workers);
+    std::fprintf(stderr, "%s: %d runs\n", name.c_str(), runs);
+    const std::size_t n = static_cast<std::size_t>(workers) * grid_cycles_per_worker;
+    std::vector<std::vector<double>> one_thread(design_count), both_threads(design_count);
+    for (int r = 0; r < runs; ++r)
+        for_each_design([&](auto design, std::size_t d) {
+            counted_run run(n);
+            const run_costs costs = contended_once<decltype(design)>(size, workers, grid_cycles_per_worker, 2, run);
+            (costs.both_threads ? both_threads : one_thread)[d].push_back(
+                static_cast<double>(ns_between(run.start, run.end)) / 1000.0);
+        });
+    for_each_design([&](auto design, std::size_t d) {
+        row(name, design.name, "runs_one_thread", static_cast<double>(one_thread[d].size()), "count");
+        row(name, design.name, "runs_both_threads", static_cast<double>(both_threads[d].size()), "count");
+        if (!one_thread[d].empty()) row(name, design.name, "total_one_thread", median(one_thread[d]), "us");
+        if (!both_threads[d].empty()) row(name, design.name, "total_both_threads", median(both_threads[d]), "us");
+    });
+}
+
 // On one io thread the arrival ticket order is the order the pool saw the requests and
 // the handler order is the order it served them, so the count is exact. On two threads
 // it also counts races between taking a ticket and reaching the pool, and between two

@@ -17,6 +17,8 @@
 //        run under callgrind by bench/round_trip_instructions.py)
 //        scenarios --round-trip-cycles-threaded DESIGN N   (the same, after starting and
 //        joining one thread: bench/round_trip_instructions.py counts locked instructions)
+//        scenarios --grid-modes SIZE WORKERS N   (one grid cell, N runs of every design,
+//        interleaved: each thread mode's run count and median total, as rows)
 //        scenarios --grid-one-thread-runs DESIGN N   (only N contended runs of one design on
 //        one thread, no rows: the same, per contended acquire)
 #include <algorithm>
@@ -43,7 +45,11 @@ int main(int argc, char** argv) {
             return round_trip_cycles(argv[i + 1], std::strtoull(argv[i + 2], nullptr, 10)) ? 0 : 2;
         else if (a == "--round-trip-cycles-threaded" && i + 2 < argc)
             return round_trip_cycles(argv[i + 1], std::strtoull(argv[i + 2], nullptr, 10), true) ? 0 : 2;
-        else if (a == "--grid-one-thread-runs" && i + 2 < argc)
+        else if (a == "--grid-modes" && i + 3 < argc) {
+            scenario_grid_modes(std::strtoull(argv[i + 1], nullptr, 10), std::max(1, std::atoi(argv[i + 2])),
+                                std::max(1, std::atoi(argv[i + 3])));
+            return 0;
+        } else if (a == "--grid-one-thread-runs" && i + 2 < argc)
             return grid_one_thread_runs(argv[i + 1], std::atoi(argv[i + 2])) ? 0 : 2;
         else {
             std::fprintf(stderr,

@@ -37,6 +37,10 @@ inline constexpr std::size_t grid_one_thread_size = 4;
 inline constexpr int grid_one_thread_workers = 64;
 inline constexpr int grid_cycles_per_worker = 10;
 
+// `runs` runs of one grid cell (size, workers) per design, interleaved: the runs that
+// stayed on one thread and those that ran on both, counted, and each mode's median total.
+void scenario_grid_modes(std::size_t size, int workers, int runs);
+
 // How often a later request was served before an earlier one.
 void scenario_inversions(int reps, int cycles);
 

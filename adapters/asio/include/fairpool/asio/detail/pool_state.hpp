@@ -89,8 +89,7 @@ public:
           clock_(epoch_),
           core_(options_.scheduler),
           recorder_(options_.recording ? std::make_unique<flight_recorder>(*options_.recording, core_) : nullptr),
-          lease_blocks_(slot_capacity()),
-          lease_tokens_(slot_capacity()),
+          kept_(slot_capacity()),
           dying_tokens_(reserved<std::shared_ptr<pool_state>>(slot_capacity())),
           limit_(static_cast<std::uint32_t>(options_.scheduler.max_waiters) + options_.mailbox_capacity),
           mailbox_(limit_, slot_capacity()),
@@ -596,7 +595,7 @@ private:
     // A release first counts its lease back to its handle's block, which the actor held
     // for the lease (perform) and keeps for the slot's next lease.
     void feed_release(std::uint32_t slot, std::uint64_t lease, core::release_outcome outcome) {
-        if (lease_block& b = lease_blocks_[slot]; b.counting) {
+        if (slot_keep& b = kept_[slot]; b.counting) {
             b.owner->returned();
             b.counting = false;
         }
@@ -648,7 +647,7 @@ private:
     }
 
     // A grant counts in its handle's block, which the actor then keeps alive for the
-    // lease (lease_blocks_): moved from the operation if it holds it, else (fed directly
+    // lease (kept_): moved from the operation if it holds it, else (fed directly
     // and granted at once) the caller's, copied only if the slot's last lease was
     // another handle's. The operation gets the slot's lease token unless it holds a
     // reference of its own.
@@ -657,7 +656,7 @@ private:
             acquire_operation* op = take_operation(f.waiter);
             if (handle_block* b = op->block()) {
                 b->granted(drain_now_ - op->arrived());
-                lease_block& kept = lease_blocks_[f.slot];
+                slot_keep& kept = kept_[f.slot];
                 if (op->holds_block()) {
                     kept.owner = op->take_block_owner();
                 } else if (kept.owner.get() != b) {
@@ -726,13 +725,13 @@ private:
 
     std::shared_ptr<pool_state> take_token(std::uint32_t slot) {
         FAIRPOOL_DEBUG_ASSERT(!tokens_dropped_);  // no grant once the pool closed, no drain once abandoned
-        if (std::shared_ptr<pool_state>& kept = lease_tokens_[slot]) return std::move(kept);
+        if (std::shared_ptr<pool_state>& kept = kept_[slot].token) return std::move(kept);
         return this->shared_from_this();
     }
 
     void keep_token(std::uint32_t slot, std::shared_ptr<pool_state>& token) noexcept {
         FAIRPOOL_DEBUG_ASSERT(!tokens_dropped_);  // no lease out once the pool closed, no drain once abandoned
-        if (std::shared_ptr<pool_state>& kept = lease_tokens_[slot]; !kept) kept = std::move(token);
+        if (std::shared_ptr<pool_state>& kept = kept_[slot].token; !kept) kept = std::move(token);
     }
 
     // While holding the actor (or once no drain can run again): the tokens move to
@@ -740,8 +739,8 @@ private:
     // letting the actor go (finish_drain_dropping_tokens).
     void drop_tokens() noexcept {
         tokens_dropped_ = true;
-        for (std::shared_ptr<pool_state>& token : lease_tokens_)
-            if (token) dying_tokens_.push_back(std::move(token));
+        for (slot_keep& k : kept_)
+            if (k.token) dying_tokens_.push_back(std::move(k.token));
     }
 
     static boost::system::error_code rejection(core::reject_reason r) noexcept {
@@ -811,15 +810,16 @@ private:
     // Owned by the actor (touched only by the drain holding it).
     core::scheduler core_;
     std::unique_ptr<flight_recorder> recorder_;  // null unless options_.recording
-    // Per slot: the block of the handle its last lease was granted to, kept (a reference
-    // count changes hands only when the slot's lease goes to another handle); `counting`
-    // while that lease is out, which its release counts back.
-    struct lease_block {
+    // What the actor keeps per slot: the block of the handle its last lease was granted
+    // to (`owner`: a reference count changes hands only when the slot's lease goes to
+    // another handle; `counting` while that lease is out, which its release counts back),
+    // and the slot's lease token (above), if it holds one.
+    struct slot_keep {
         std::shared_ptr<handle_block> owner;
         bool counting = false;
+        std::shared_ptr<pool_state> token;
     };
-    std::vector<lease_block> lease_blocks_;
-    std::vector<std::shared_ptr<pool_state>> lease_tokens_;  // per slot (lease tokens, above)
+    std::vector<slot_keep> kept_;
     std::vector<std::shared_ptr<pool_state>> dying_tokens_;  // dropped, until the drain lets go
     bool tokens_dropped_ = false;  // (for assertions)
     core::nanos drain_now_ = 0;
