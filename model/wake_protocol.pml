@@ -19,15 +19,17 @@
  *                    release(): CAS running -> 0 (fails if a bit was set meanwhile)
  *                    hand_off(left): running -> scheduled, with the bits left
  *                    begin(): scheduled -> running (a posted drain starts)
- *   pool_state.hpp   start_acquire(): on the pool's executor, if try_take_idle(): feed
- *                      the acquire directly, then finish_drain(inline budget - 1);
- *                      else acquires.bounded_push(...); announce(acquire)
+ *   pool_state.hpp   start_acquire(): on the pool's executor, fed_directly(): if
+ *                      try_take_idle(), feed the acquire directly, then
+ *                      finish_drain(inline budget - 1); else acquires.bounded_push(...);
+ *                      announce(acquire)
  *                    release(): the same with slot_events and a release
  *                    request_shutdown(): announce(shutdown) (a bit, no queue entry)
- *                    announce(): drain_inline -> serve_and_finish(inline budget);
- *                      post_drain -> post [ begin(); serve_and_finish(posted budget) ]
  *                    serve(kinds, budget): for each kind taken, pop while budget > 0;
  *                      a kind whose budget ran out is left
+ *   actor.hpp        announce(): drain_inline -> drain(inline budget): serve(take()),
+ *                      then finish_drain; post_drain -> post [ begin(); drain(posted
+ *                      budget) ]
  *                    finish_drain(): loop { if (release()) return; serve(take()) },
  *                      or hand_off(left) and post_drain() when something is left
  *

@@ -202,7 +202,7 @@ TEST(adapter_lifetime, a_deferred_acquire_launched_after_its_pool_and_handle_are
     EXPECT_TRUE(state.expired());
 }
 
-// Lease tokens (pool_state.hpp). A lease released on the pool's executor, with the actor
+// Lease tokens (slot_keeping.hpp). A lease released on the pool's executor, with the actor
 // idle, hands its reference to the pool's state back to the actor, which gives it to the
 // slot's next lease: a round trip changes no reference count. The three cases below pin
 // that, and that the references the actor keeps go when the pool closes and when its

@@ -49,7 +49,7 @@ public:
 
 private:
     // Its reference to the pool goes along: released on the pool's executor, where the
-    // actor takes it back for the slot's next lease (pool_state.hpp: lease tokens);
+    // actor takes it back for the slot's next lease (slot_keeping.hpp: lease tokens);
     // otherwise dropped here, once the release is in the mailbox.
     [[gnu::noinline]] void give_back() noexcept {
         state_->release(slot_, id_, dirty_ ? core::release_outcome::dirty : core::release_outcome::clean, state_);

@@ -72,7 +72,7 @@ public:
     // completion: the initiating function's caller holds both throughout. Any other
     // holds both from when it outlives that call (pushed into the mailbox, or queued by
     // the scheduler), and every operation holds the pool's from its completion on,
-    // which its delivery moves into the lease (pool_state.hpp: lease tokens).
+    // which its delivery moves into the lease (slot_keeping.hpp: lease tokens).
     [[nodiscard]] bool holds_pool() const noexcept { return pool_ != nullptr; }
     void hold_pool(std::shared_ptr<void> pool) noexcept { pool_ = std::move(pool); }
     [[nodiscard]] bool holds_block() const noexcept { return block_owner_ != nullptr; }

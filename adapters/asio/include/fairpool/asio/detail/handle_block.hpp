@@ -10,7 +10,7 @@
 // thread before anything reaches the actor, is a relaxed fetch_add. Readers on any
 // thread load each count relaxed: each is exact, a copy taken while the pool runs may
 // mix moments. The actor keeps a granted lease's block alive until the lease is
-// released (pool_state's kept_), so a lease that outlives its handle object
+// released (slot_keeping.hpp), so a lease that outlives its handle object
 // still counts itself back.
 #include <array>
 #include <atomic>

@@ -1,0 +1,67 @@
+#pragma once
+// The pool's one deadline timer: after each drain it is armed at the scheduler's next
+// deadline (or disarmed), and its expiry is a command in the mailbox like any other
+// (command_kind::tick), so nothing but a drain touches the core. Touched only by the
+// drain holding the actor.
+#include <boost/asio/basic_waitable_timer.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <limits>
+#include <optional>
+
+#include "fairpool/core/scheduler.hpp"
+
+namespace fairpool::detail {
+
+template <class Clock, class WaitTraits>
+class deadline_timer {
+public:
+    using timer_type = boost::asio::basic_waitable_timer<Clock, WaitTraits>;
+    using time_point = typename Clock::time_point;
+
+    // `epoch`: the Clock's time at the scheduler's time 0.
+    template <class Executor>
+    deadline_timer(const Executor& ex, time_point epoch) : executor_(ex), epoch_(epoch) {}
+
+    // After a drain: whether the timer must be armed again (at core.next_deadline(), or
+    // not at all once the pool closed): the deadline changed since it was armed.
+    [[nodiscard]] bool stale(const core::scheduler& core, bool closed) const {
+        if (closed || core.surely_no_deadline()) return armed_.has_value();
+        return core.next_deadline() != armed_;
+    }
+
+    // Armed at `deadline`, or disarmed. `on_expiry()` makes the wait's handler.
+    template <class MakeHandler>
+    void arm(std::optional<core::nanos> deadline, MakeHandler&& on_expiry) {
+        armed_ = deadline;
+        if (!deadline) {
+            if (timer_) timer_->cancel();
+            return;
+        }
+        // Made on first use: a pool whose waiters never have a deadline has no timer.
+        if (!timer_) timer_.emplace(executor_);
+        timer_->expires_at(epoch_ + std::chrono::ceil<typename Clock::duration>(std::chrono::nanoseconds(
+                                        static_cast<std::int64_t>(std::min<core::nanos>(
+                                            *deadline, std::numeric_limits<std::int64_t>::max())))));
+        timer_->async_wait(on_expiry());
+    }
+
+    // The drain serving an expiry, at `now`: whether the armed deadline was reached
+    // (a wait completes at or after its deadline, so it was, unless the wait was for one
+    // since replaced: a completion already queued when the timer was re-armed). Either
+    // way it is disarmed, and armed again after this drain.
+    [[nodiscard]] bool expired(core::nanos now) noexcept {
+        const bool reached = armed_ && now >= *armed_;
+        armed_.reset();
+        return reached;
+    }
+
+private:
+    typename timer_type::executor_type executor_;
+    const time_point epoch_;
+    std::optional<timer_type> timer_;
+    std::optional<core::nanos> armed_;
+};
+
+}  // namespace fairpool::detail
