@@ -19,9 +19,9 @@
  *                    release(): CAS running -> 0 (fails if a bit was set meanwhile)
  *                    hand_off(left): running -> scheduled, with the bits left
  *                    begin(): scheduled -> running (a posted drain starts)
- *   pool_state.hpp   start_acquire(): on the pool's executor, fed_directly(): if
- *                      try_take_idle(), feed the acquire directly, then
- *                      finish_drain(inline budget - 1); else acquires.bounded_push(...);
+ *   pool_state.hpp   start_acquire(): on the pool's executor, fed_directly() (actor.hpp:
+ *                      if try_take_idle(), feed the acquire directly, then
+ *                      finish_drain(inline budget - 1)); else acquires.bounded_push(...);
  *                      announce(acquire)
  *                    release(): the same with slot_events and a release
  *                    request_shutdown(): announce(shutdown) (a bit, no queue entry)
@@ -143,7 +143,7 @@ inline feed_release() {
 /* Holding the actor: (b) never two drains at once, (c) none posted meanwhile. */
 #define HOLD  running++; assert(running == 1); assert(posted == 0)
 
-/* boost::asio::post(executor, [..]{ begin(); serve_and_finish(posted budget); }) */
+/* boost::asio::post(executor, [..]{ begin(); drain(posted budget); }) */
 inline post_drain() {
     posted++;
     assert(posted <= 1);                 /* (c) at most one drain posted, not started */
@@ -286,7 +286,7 @@ inline finish_direct() {
     budget = INLINE_BUDGET - 1; l_acq = false; l_slot = false; finish()
 }
 
-/* A posted drain: begin(); serve_and_finish(posted budget). */
+/* A posted drain: begin(); drain(posted budget). */
 proctype Drain() {
     DRAIN_LOCALS;
     atomic { assert(owner == SCHEDULED); owner = RUNNING; posted--; HOLD };

@@ -294,8 +294,8 @@ TEST_F(adapter, an_acquire_fed_directly_counts_as_outstanding_once_queued) {
     EXPECT_TRUE(queued.lease);
 }
 
-// The admission of an acquire fed directly is checked inside the drain: with limit_
-// acquires outstanding (delivered to no handler yet), it completes busy, not saturated,
+// The admission of an acquire fed directly is checked inside the drain: with its limit
+// of acquires outstanding (delivered to no handler yet), it completes busy, not saturated,
 // and nothing reaches the scheduler. Outstanding here (L = 2): a waiter queued by the
 // scheduler, and an acquire rejected through the mailbox whose delivery waits on an
 // executor that does not run yet.

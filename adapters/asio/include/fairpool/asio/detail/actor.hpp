@@ -101,8 +101,8 @@ protected:
     }
 
 private:
-    Owner& owner() noexcept { return static_cast<Owner&>(*this); }
-    const Owner& owner() const noexcept { return static_cast<const Owner&>(*this); }
+    [[nodiscard]] Owner& owner() noexcept { return static_cast<Owner&>(*this); }
+    [[nodiscard]] const Owner& owner() const noexcept { return static_cast<const Owner&>(*this); }
 
     // Once announce() or hand_off() made the actor `scheduled`, this post is the only one
     // that will serve what is pending. If it cannot be made (posting allocates), the

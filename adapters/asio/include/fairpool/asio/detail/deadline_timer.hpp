@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <limits>
 #include <optional>
+#include <utility>
 
 #include "fairpool/core/scheduler.hpp"
 
@@ -21,8 +22,7 @@ public:
     using time_point = typename Clock::time_point;
 
     // `epoch`: the Clock's time at the scheduler's time 0.
-    template <class Executor>
-    deadline_timer(const Executor& ex, time_point epoch) : executor_(ex), epoch_(epoch) {}
+    deadline_timer(typename timer_type::executor_type ex, time_point epoch) : executor_(std::move(ex)), epoch_(epoch) {}
 
     // After a drain: whether the timer must be armed again (at core.next_deadline(), or
     // not at all once the pool closed): the deadline changed since it was armed.

@@ -203,7 +203,7 @@ public:
     }
 
     // `token`: the lease's reference to this state. Fed directly, the actor keeps it
-    // for the slot's next lease (lease tokens, below); otherwise the caller drops it
+    // for the slot's next lease (slot_keeping.hpp: lease tokens); otherwise the caller drops it
     // after this call, which it keeps the state alive through.
     void release(std::uint32_t slot, std::uint64_t lease, core::release_outcome outcome,
                  std::shared_ptr<pool_state>& token) noexcept {
@@ -326,11 +326,14 @@ private:
         return io_executor_ != nullptr && io_executor_->running_in_this_thread();
     }
 
+    // On the call graph of the actor's posted drain (actor.hpp says why that is no
+    // recursion). NOLINTBEGIN(misc-no-recursion)
     template <class F>
     void post_to_executor(F&& f) {
         if (io_executor_ != nullptr) boost::asio::post(*io_executor_, std::forward<F>(f));
         else boost::asio::post(executor_, std::forward<F>(f));
     }
+    // NOLINTEND(misc-no-recursion)
 
     void push_slot_command(const slot_command& c) noexcept {
         const bool pushed = mailbox_.slot_events.bounded_push(c);
