@@ -24,11 +24,15 @@ public:
     // `epoch`: the Clock's time at the scheduler's time 0.
     deadline_timer(typename timer_type::executor_type ex, time_point epoch) : executor_(std::move(ex)), epoch_(epoch) {}
 
-    // After a drain: whether the timer must be armed again (at core.next_deadline(), or
-    // not at all once the pool closed): the deadline changed since it was armed.
-    [[nodiscard]] bool stale(const core::scheduler& core, bool closed) const {
-        if (closed || core.surely_no_deadline()) return armed_.has_value();
-        return core.next_deadline() != armed_;
+    // After a drain: the deadline the timer must be armed at now (core.next_deadline(),
+    // or none once the pool closed), if it is not the one armed; nullopt if it is.
+    [[nodiscard]] std::optional<std::optional<core::nanos>> change(const core::scheduler& core, bool closed) const {
+        if (closed || core.surely_no_deadline()) {
+            if (armed_) return std::optional<core::nanos>{};
+            return std::nullopt;
+        }
+        if (const std::optional<core::nanos> deadline = core.next_deadline(); deadline != armed_) return deadline;
+        return std::nullopt;
     }
 
     // Armed at `deadline`, or disarmed. `on_expiry()` makes the wait's handler.

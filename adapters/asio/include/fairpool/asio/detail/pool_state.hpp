@@ -570,12 +570,13 @@ private:
     // After the commands a drain served: the stats, the one timer, the close waiters.
     void after_serving() {
         if (counters_unpublished_) publish_counters();
-        if (timer_.stale(core_, closed_)) rearm_timer();
+        if (const auto deadline = timer_.change(core_, closed_)) [[unlikely]]
+            rearm_timer(*deadline);
         if (closed_ && !close_reported_) report_closed();
     }
 
-    [[gnu::noinline]] void rearm_timer() {
-        timer_.arm(closed_ ? std::nullopt : core_.next_deadline(), [this] {
+    [[gnu::noinline]] void rearm_timer(std::optional<core::nanos> deadline) {
+        timer_.arm(deadline, [this] {
             return [weak = this->weak_from_this()](const boost::system::error_code& ec) {
                 if (ec) return;
                 if (auto self = weak.lock()) self->announce(command_kind::tick);
