@@ -327,7 +327,7 @@ void scheduler::acquire(const event& e) {
         if (h == no_index) h = handle_ids_.find(e.handle);
         const std::uint64_t of_handle = h == no_index ? 0 : handles_[h].waiters.size;
         if (stats_.queued_waiters < config_.max_waiters && of_handle < *config_.max_waiters_per_handle)
-            return enqueue(e, deadline);
+            return enqueue(e, deadline, h);
         why = reject_reason::saturated;
     }
     ++stats_.rejections[static_cast<int>(why)];
@@ -598,8 +598,8 @@ void scheduler::close_if_done() {
 // ---------------------------------------------------------------------------------
 // Waiters and handles
 
-void scheduler::enqueue(const event& e, nanos deadline) {
-    std::uint32_t h = handle_ids_.find(e.handle);
+void scheduler::enqueue(const event& e, nanos deadline, std::uint32_t h) {
+    FAIRPOOL_DEBUG_ASSERT(h == handle_ids_.find(e.handle));
     if (h == no_index) h = make_known(e.handle, cap_of(e));
     handle_record& handle = handles_[h];
     if (handle.waiters.empty()) {  // the handle becomes active: it joins the rotation at the back

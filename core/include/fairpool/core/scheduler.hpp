@@ -173,7 +173,8 @@ private:
     void close_if_done();
 
     // Waiters and handles.
-    void enqueue(const event& e, nanos deadline);
+    // h: the acquire's handle's index, no_index if the handle is not known.
+    void enqueue(const event& e, nanos deadline, std::uint32_t h);
     [[nodiscard]] std::uint32_t next_waiter() const noexcept;
     void grant_queued(std::uint32_t waiter, std::uint32_t slot);
     void reject_queued(std::uint32_t waiter, reject_reason why);
