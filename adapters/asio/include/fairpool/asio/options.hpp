@@ -44,9 +44,15 @@ struct pool_options {
     // own writes the files. See pool::dump_recording and pool::recording_status.
     std::optional<recorder_options> recording;
 
-    // Called on the actor when a lease has been held for leak_threshold.
+    // Posted to the pool's executor (never run inside the actor) when a lease has been
+    // held for leak_threshold.
     std::function<void(std::uint32_t slot, std::uint64_t lease)> on_leak_suspected;
 };
+
+// The most slots a pool of this adapter may have (scheduler.slot_capacity, which
+// defaults to max_slots): one below the core's 65535, as its slot-event queue (a
+// Boost.Lockfree fixed-size queue) holds at most 65534 commands.
+inline constexpr std::uint64_t max_adapter_slots = 65534;
 
 // Empty if valid, else "FIELD: why".
 [[nodiscard]] std::optional<std::string> validate(const pool_options& o);

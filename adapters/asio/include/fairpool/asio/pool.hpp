@@ -204,9 +204,11 @@ private:
 
     template <class Token>
     auto close(std::optional<time_point> deadline, Token&& token) {
+        // The initiation carries the caller's reference, as an acquire's does: a deferred
+        // close may be launched after this object is gone.
         return boost::asio::async_initiate<Token, close_signature>(
-            [](auto handler, state_type* s, auto d) { s->start_close(std::move(handler), d); }, token, state(),
-            deadline);
+            [](auto handler, const std::shared_ptr<state_type>& s, auto d) { s->start_close(std::move(handler), d); },
+            token, owner_->state, deadline);
     }
 
     std::shared_ptr<owner_type> owner_;

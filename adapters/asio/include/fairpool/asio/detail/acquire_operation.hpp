@@ -153,8 +153,15 @@ public:
     // It holds no reference yet (holds_pool, holds_block).
     static typed_acquire_operation* create(Handler&& handler, const DefaultExecutor& ex, State* state,
                                            handle_block* block) {
-        void* memory = allocate(boost::asio::get_associated_allocator(handler, boost::asio::recycling_allocator<void>()));
-        return ::new (memory) typed_acquire_operation(std::move(handler), ex, state, block);
+        const allocator_type alloc =
+            boost::asio::get_associated_allocator(handler, boost::asio::recycling_allocator<void>());
+        void* memory = allocate(alloc);
+        try {
+            return ::new (memory) typed_acquire_operation(std::move(handler), ex, state, block);
+        } catch (...) {  // the handler's move threw: the memory goes back
+            deallocate(alloc, static_cast<typed_acquire_operation*>(memory));
+            throw;
+        }
     }
 
 private:

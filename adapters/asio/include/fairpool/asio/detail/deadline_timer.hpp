@@ -45,10 +45,21 @@ public:
         }
         // Made on first use: a pool whose waiters never have a deadline has no timer.
         if (!timer_) timer_.emplace(executor_);
-        timer_->expires_at(epoch_ + std::chrono::ceil<typename Clock::duration>(std::chrono::nanoseconds(
-                                        static_cast<std::int64_t>(std::min<core::nanos>(
-                                            *deadline, std::numeric_limits<std::int64_t>::max())))));
+        timer_->expires_at(time_of(*deadline));
         timer_->async_wait(on_expiry());
+    }
+
+    // The Clock's time `deadline` nanoseconds after the epoch, or its last time point if
+    // that is past the Clock's range (an acquire's timeout of nanoseconds::max(), say:
+    // the sum would wrap around to a time long past, and the timer would fire at once,
+    // again and again).
+    [[nodiscard]] time_point time_of(core::nanos deadline) const noexcept {
+        const std::chrono::nanoseconds after(
+            static_cast<std::int64_t>(std::min<core::nanos>(deadline, std::numeric_limits<std::int64_t>::max())));
+        if (epoch_.time_since_epoch() >= Clock::duration::zero() &&
+            after >= std::chrono::duration_cast<std::chrono::nanoseconds>(time_point::max() - epoch_))
+            return time_point::max();
+        return epoch_ + std::chrono::ceil<typename Clock::duration>(after);
     }
 
     // The drain serving an expiry, at `now`: whether the armed deadline was reached

@@ -158,12 +158,17 @@ public:
         const bool on_executor = on_pool_executor();
         if (!on_executor && !admission_.admit(block.get())) return refuse_busy(std::move(handler), block.get());
         acquire_operation* op = nullptr;
-        if (io_executor_ != nullptr) {
-            using operation = typed_acquire_operation<pool_state, Handler, boost::asio::io_context::executor_type>;
-            op = operation::create(std::move(handler), *io_executor_, this, block.get());
-        } else {
-            using operation = typed_acquire_operation<pool_state, Handler, executor_type>;
-            op = operation::create(std::move(handler), executor_, this, block.get());
+        try {
+            if (io_executor_ != nullptr) {
+                using operation = typed_acquire_operation<pool_state, Handler, boost::asio::io_context::executor_type>;
+                op = operation::create(std::move(handler), *io_executor_, this, block.get());
+            } else {
+                using operation = typed_acquire_operation<pool_state, Handler, executor_type>;
+                op = operation::create(std::move(handler), executor_, this, block.get());
+            }
+        } catch (...) {  // its allocator threw: the initiating function throws, nothing counts
+            if (!on_executor) admission_.delivered(block.get(), true);
+            throw;
         }
         acquire_command command{op, 0, handle, deadline, max_leases.value_or(0), weight, max_leases.has_value()};
         // A cancellation slot gets its handler only while the acquire counts as
@@ -374,18 +379,31 @@ private:
         }
         // A cancel or deregistration is sent after the acquires it concerns were pushed:
         // take those first (all of them, past the budget: at most the queue's
-        // capacity), or the scheduler would not know the waiter yet.
+        // capacity), or the scheduler would not know the waiter yet. Every drain that
+        // takes their kind serves them all, past the budget too: the queues' bound
+        // (mailbox.hpp: 2(L + 1)) holds only if no cancel or deregistration outlives
+        // the drain after it (acquires completed meanwhile may send new ones).
         if ((kinds & kind::cancel) != 0) {
             std::uint64_t waiter = 0;
-            while (budget > 0 && mailbox_.cancels.pop(waiter))
-                --budget, take_all_acquires(), feed(core::event::cancel(drain_now_, waiter));
-            if (budget == 0) left |= kind::cancel;
+            while (mailbox_.cancels.pop(waiter))
+                spend(budget), take_all_acquires(), feed(core::event::cancel(drain_now_, waiter));
         }
         if ((kinds & kind::deregister) != 0) {
             std::uint64_t handle = 0;
-            while (budget > 0 && mailbox_.deregisters.pop(handle))
-                --budget, take_all_acquires(), feed(core::event::deregister(drain_now_, handle));
-            if (budget == 0) left |= kind::deregister;
+            while (mailbox_.deregisters.pop(handle))
+                spend(budget), take_all_acquires(), feed(core::event::deregister(drain_now_, handle));
+        }
+        // A resize or a shutdown comes after the slot events and acquires pushed before
+        // it: if the budget left some, they are taken first, all of them (at most their
+        // queues' capacities; deferring the resize or the shutdown instead would let
+        // commands that keep coming put it off).
+        const bool resize_or_shutdown =
+            (kinds & kind::resize) != 0 || ((kinds & kind::shutdown) != 0 && !shutdown_fed_);
+        if (resize_or_shutdown && left != 0) {
+            slot_command c;
+            while (mailbox_.slot_events.pop(c)) spend(budget), feed_slot(c);
+            take_all_acquires();
+            left = 0;
         }
         std::uint64_t max_slots = 0;
         std::uint64_t min_slots = 0;
@@ -396,6 +414,10 @@ private:
             feed(core::event::shutdown(drain_now_));
         }
         return left;
+    }
+
+    static void spend(std::uint32_t& budget) noexcept {
+        if (budget > 0) --budget;
     }
 
     void take_all_acquires() {

@@ -1,0 +1,532 @@
+// The adapter at its limits (docs/CONTRACT.md sections 8-9; the audit of HEAD 72ee768):
+// cancels and deregistrations served whatever a drain's budget, the largest slot
+// capacity the mailbox can hold, a deadline past the Clock's range, a deferred close
+// launched after its pool object is gone, an acquire whose operation cannot be
+// allocated, and acquires pushed before a close that are more than one drain's budget
+// (fed before the shutdown, which the acquires pushed after it do not put off).
+// One io_context thread, the manual clock, no sleeps: every outcome is exact.
+#include <gmock/gmock.h>
+
+#include <boost/asio/bind_allocator.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/deferred.hpp>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <limits>
+#include <new>
+#include <optional>
+#include <vector>
+
+#include "fixture.hpp"
+
+namespace fairpool::testing {
+namespace {
+
+using boost::system::error_code;
+
+// Runs ready handlers, `rounds` polls at most (each poll runs every handler ready, and
+// those they make ready): for cases where a broken pool could keep the io_context busy
+// for ever. Returns how many ran.
+std::size_t poll_bounded(boost::asio::io_context& io, int rounds) {
+    std::size_t ran = 0;
+    for (int i = 0; i < rounds; ++i) {
+        io.restart();
+        const std::size_t n = io.poll();
+        if (n == 0) break;
+        ran += n;
+    }
+    return ran;
+}
+
+// What a stream of acquires got: completions per acquire (each must be exactly 1) and
+// the count per error.
+struct tally {
+    explicit tally(std::size_t total) : completions(total, 0) {}
+    std::vector<int> completions;
+    std::size_t aborted = 0;
+    std::size_t saturated = 0;
+    std::size_t deregistered = 0;
+    std::size_t other = 0;
+
+    void count(std::size_t i, const error_code& ec) {
+        ++completions[i];
+        if (ec == boost::asio::error::operation_aborted) ++aborted;
+        else if (ec == make_error_code(error::saturated)) ++saturated;
+        else if (ec == make_error_code(error::deregistered)) ++deregistered;
+        else ++other;
+    }
+    [[nodiscard]] std::size_t not_exactly_once() const {
+        std::size_t n = 0;
+        for (int c : completions) n += c != 1 ? 1 : 0;
+        return n;
+    }
+};
+
+// L = max_waiters 8 + mailbox_capacity 2040 = 2048 (cancel and deregistration queues:
+// 2(L + 1) = 4098); one slot, leased for the whole test, so that every acquire is
+// queued or rejected saturated and none is ever granted.
+constexpr std::size_t starve_limit = 2048;
+constexpr std::size_t starve_total = 20'000;
+
+pool_options starve_options(pool_options o) {
+    o.scheduler.max_waiters = 8;
+    o.mailbox_capacity = 2040;
+    return o;
+}
+
+// T1. A cancel is served by the next drain whatever its budget (mailbox.hpp: the cancel
+// queue's 2(L + 1) holds only if no cancel outlives the drain after it). L acquires are
+// pushed from off the executor and each is cancelled at once; every completion starts
+// one more and cancels it. A posted drain's budget (1024) is used up by acquires every
+// time: if the cancels waited for budget, they would pile up while every delivery sent
+// a new one, and the queue would overflow (the process aborts with "fairpool invariant
+// broken: pushed"). Every acquire completes exactly once, aborted or saturated.
+TEST_F(adapter, cancels_are_served_whatever_the_drain_budget) {
+    auto pool = make_pool(starve_options(options(1, 1)));
+    settle();
+    outcome holder;
+    pool->async_acquire(record(holder));
+    settle();
+    ASSERT_TRUE(holder.lease);
+
+    tally got(starve_total);
+    std::deque<boost::asio::cancellation_signal> signals;  // stable addresses: each outlives its acquire
+    std::size_t started = 0;
+    std::function<void()> start = [&] {
+        if (started >= starve_total) return;
+        const std::size_t i = started++;
+        auto& signal = signals.emplace_back();
+        pool->async_acquire(boost::asio::bind_cancellation_slot(signal.slot(), [&, i](error_code ec, test_lease l) {
+            EXPECT_FALSE(l);
+            got.count(i, ec);
+            start();  // on the pool's executor, while the actor is scheduled: through the mailbox
+        }));
+        signal.emit(boost::asio::cancellation_type::terminal);  // outstanding: one cancel
+    };
+    for (std::size_t i = 0; i < starve_limit; ++i) start();  // off the executor: admitted, pushed
+    settle();
+
+    EXPECT_EQ(started, starve_total);
+    EXPECT_EQ(got.not_exactly_once(), 0u) << "acquires completed never or more than once";
+    EXPECT_EQ(got.aborted + got.saturated, starve_total)
+        << "aborted " << got.aborted << ", saturated " << got.saturated << ", other " << got.other;
+    EXPECT_EQ(pool->stats().busy_rejections, 0u);
+    holder.lease.release();
+    pool.reset();
+    settle();
+}
+
+// T2. The same for deregistrations: each acquire's handle is reset at once (it has an
+// acquire outstanding: one deregistration), and each completion starts one more
+// through a new handle. Without a deregistration served by every drain, its queue
+// overflows (handle::~handle -> deregister is noexcept: the process aborts). Every
+// acquire completes exactly once, deregistered or saturated.
+TEST_F(adapter, deregistrations_are_served_whatever_the_drain_budget) {
+    auto pool = make_pool(starve_options(options(1, 1)));
+    settle();
+    outcome holder;
+    pool->async_acquire(record(holder));
+    settle();
+    ASSERT_TRUE(holder.lease);
+
+    tally got(starve_total);
+    std::size_t started = 0;
+    std::function<void()> start = [&] {
+        if (started >= starve_total) return;
+        const std::size_t i = started++;
+        auto tenant = pool->make_handle();
+        tenant.async_acquire([&, i](error_code ec, test_lease l) {
+            EXPECT_FALSE(l);
+            got.count(i, ec);
+            start();
+        });
+        tenant.reset();  // outstanding: one deregistration
+    };
+    for (std::size_t i = 0; i < starve_limit; ++i) start();
+    settle();
+
+    EXPECT_EQ(started, starve_total);
+    EXPECT_EQ(got.not_exactly_once(), 0u) << "acquires completed never or more than once";
+    EXPECT_EQ(got.deregistered + got.saturated, starve_total)
+        << "deregistered " << got.deregistered << ", saturated " << got.saturated << ", other " << got.other;
+    EXPECT_EQ(pool->stats().busy_rejections, 0u);
+    holder.lease.release();
+    pool.reset();
+    settle();
+}
+
+// T3. The slot-event queue is a Boost.Lockfree fixed-size queue, which holds at most
+// 65534 commands: a slot capacity of 65535 (given, or max_slots by default) is refused
+// by validate and by the constructor with core::config_error naming slot_capacity, never
+// with Boost.Lockfree's std::runtime_error.
+TEST_F(adapter, slot_capacity_65535_is_refused_with_a_config_error) {
+    auto by_default = options(65535);  // slot_capacity resolves to max_slots
+    auto given = options(10);
+    given.scheduler.slot_capacity = 65535;
+    for (const pool_options* o : {&by_default, &given}) {
+        const std::optional<std::string> why = validate(*o);
+        ASSERT_TRUE(why.has_value()) << "validate accepts slot_capacity 65535";
+        EXPECT_THAT(*why, ::testing::HasSubstr("slot_capacity"));
+        EXPECT_THROW(make_pool(*o), core::config_error);
+    }
+}
+
+// T3, the other side: slot capacity 65534 is valid, constructs, and its mailbox takes a
+// release from every one of its 65534 slots at once (none may find the queue full).
+TEST_F(adapter, slot_capacity_65534_holds_a_release_from_every_slot) {
+    constexpr std::size_t slots = 65534;
+    auto o = options(slots, slots);  // prewarmed: every acquire below is an immediate grant
+    o.scheduler.max_waiters = 1;
+    o.mailbox_capacity = 32765;  // L = 32766, the most
+    EXPECT_FALSE(validate(o).has_value());
+    // No close hook: closing 65534 resources through it (each raced against a retire
+    // grace timer) would take most of this test's time at shutdown.
+    auto create = [log = log_]() -> boost::asio::awaitable<resource> { co_return resource(++log->created, log); };
+    std::unique_ptr<test_pool> pool;
+    ASSERT_NO_THROW(pool = std::make_unique<test_pool>(io.get_executor(), o, create));
+    settle();
+    ASSERT_EQ(pool->stats().slots[static_cast<int>(core::slot_state::idle)], slots);
+    // Every slot leased (in batches of at most L outstanding acquires), then every lease
+    // released from off the executor: 65534 slot events in the mailbox at once.
+    std::vector<test_lease> held;
+    held.reserve(slots);
+    std::size_t failed = 0;
+    error_code first_error;
+    while (held.size() < slots) {
+        const std::size_t batch = std::min<std::size_t>(32766, slots - held.size());
+        for (std::size_t i = 0; i < batch; ++i)
+            pool->async_acquire([&](error_code ec, test_lease l) {
+                if (!ec) held.push_back(std::move(l));
+                else if (failed++ == 0) first_error = ec;
+            });
+        settle();
+        ASSERT_EQ(failed, 0u) << first_error.message();
+    }
+    EXPECT_EQ(log_->created, static_cast<int>(slots));
+    for (auto& l : held) l.release();
+    settle();
+    EXPECT_EQ(pool->stats().slots[static_cast<int>(core::slot_state::leased)], 0u);
+    EXPECT_EQ(pool->stats().slots[static_cast<int>(core::slot_state::idle)], slots);
+    pool.reset();
+    settle();
+    EXPECT_EQ(log_->destroyed, static_cast<int>(slots));
+}
+
+// T4. A timeout of nanoseconds::max() is a deadline past the Clock's range: it is
+// "never" in effect, and must arm no timer that fires at once (epoch + deadline
+// overflowing into the past: the actor would drain, find the deadline not reached and
+// re-arm, for as long as the waiter waits). The clock has been running (an epoch far
+// from 0) when the pool is made. Polling runs at most a couple of drains; the waiter is
+// granted once the lease comes back.
+TEST_F(adapter, a_deadline_past_the_clocks_range_arms_no_busy_timer) {
+    manual_clock::advance(std::chrono::hours(1));  // process-wide, forward only: harmless to the other tests
+    outcome holder;
+    auto pool = one_slot_held(holder);
+    ASSERT_TRUE(holder.lease);
+    const std::uint64_t drains_before = pool->drains_run();
+    outcome waiter;
+    pool->async_acquire(std::chrono::nanoseconds::max(), record(waiter));
+    for (int i = 0; i < 200; ++i) {
+        io.restart();
+        io.poll_one();
+    }
+    EXPECT_LE(pool->drains_run() - drains_before, 4u) << "the deadline timer keeps firing";
+    EXPECT_FALSE(waiter.done);
+    holder.lease.release();
+    poll_bounded(io, 100);
+    ASSERT_TRUE(waiter.done);
+    EXPECT_FALSE(waiter.ec);
+    EXPECT_TRUE(waiter.lease);
+    EXPECT_EQ(waiter.completions, 1);
+    waiter.lease.release();
+    pool.reset();
+    poll_bounded(io, 100);
+}
+
+// T4b. The same for a core deadline from the config: a lease held with a leak_threshold
+// of 2^63 - 1 ns has a deadline past the Clock's range; no timer may fire over and over,
+// and no leak is reported.
+TEST_F(adapter, a_config_deadline_past_the_clocks_range_arms_no_busy_timer) {
+    manual_clock::advance(std::chrono::hours(1));
+    auto o = options(1, 1);
+    o.scheduler.leak_threshold = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
+    int leaks = 0;
+    o.on_leak_suspected = [&leaks](std::uint32_t, std::uint64_t) { ++leaks; };
+    auto pool = make_pool(o);
+    poll_bounded(io, 100);
+    const std::uint64_t drains_before = pool->drains_run();
+    outcome holder;
+    pool->async_acquire(record(holder));
+    for (int i = 0; i < 200; ++i) {
+        io.restart();
+        io.poll_one();
+    }
+    ASSERT_TRUE(holder.lease);
+    EXPECT_LE(pool->drains_run() - drains_before, 4u) << "the deadline timer keeps firing";
+    EXPECT_EQ(leaks, 0);
+    holder.lease.release();
+    pool.reset();
+    poll_bounded(io, 100);
+}
+
+// T5. A deferred close holds the pool's state, not a pointer to it: launched after the
+// pool object is gone, it completes once, without error (nothing was leased: the pool
+// closed), and the state goes once it has. Here it is launched at once, while the
+// shutdown's posted drain still holds the state.
+TEST_F(adapter, a_deferred_close_outlives_its_pool_object) {
+    auto pool = make_pool(options(1, 1));
+    settle();
+    const std::weak_ptr<const void> state = pool->lifetime();
+    int completions = 0;
+    error_code got;
+    close_report report;
+    {
+        auto close_op = pool->async_close(boost::asio::deferred);
+        pool.reset();
+        std::move(close_op)([&](error_code ec, close_report r) {
+            ++completions;
+            got = ec;
+            report = r;
+        });
+    }  // the deferred operation goes (it may keep its arguments until then, as a deferred acquire does)
+    settle();
+    EXPECT_EQ(completions, 1);
+    EXPECT_FALSE(got);
+    EXPECT_TRUE(report.closed);
+    EXPECT_TRUE(state.expired());
+}
+
+// T5, the use-after-free: the same, with the pool shut down and closed (its io_context
+// run: nothing else holds the state) before the close is launched.
+TEST_F(adapter, a_deferred_close_launched_after_its_pool_shut_down_completes) {
+    auto pool = make_pool(options(1, 1));
+    settle();
+    const std::weak_ptr<const void> state = pool->lifetime();
+    int completions = 0;
+    error_code got;
+    close_report report;
+    {
+        auto close_op = pool->async_close(boost::asio::deferred);
+        pool.reset();
+        settle();  // shut down and closed
+        std::move(close_op)([&](error_code ec, close_report r) {
+            ++completions;
+            got = ec;
+            report = r;
+        });
+    }
+    settle();
+    EXPECT_EQ(completions, 1);
+    EXPECT_FALSE(got);
+    EXPECT_TRUE(report.closed);
+    EXPECT_TRUE(state.expired());
+}
+
+// An allocator that always fails, as a bounded arena that is full.
+template <class T>
+struct failing_allocator {
+    using value_type = T;
+    failing_allocator() noexcept = default;
+    template <class U>
+    failing_allocator(const failing_allocator<U>&) noexcept {}  // NOLINT(google-explicit-constructor)
+    [[noreturn]] T* allocate(std::size_t) { throw std::bad_alloc(); }
+    void deallocate(T*, std::size_t) noexcept {}
+    template <class U>
+    friend bool operator==(const failing_allocator&, const failing_allocator<U>&) noexcept {
+        return true;
+    }
+};
+
+// T6. An acquire admitted on its caller's thread whose operation cannot be allocated
+// (the handler's associated allocator throws) throws from the initiating function and
+// leaves admission as it was: with L = 2, two such failures leave room for two
+// acquires, both granted (not refused busy).
+TEST_F(adapter, an_acquire_whose_operation_cannot_be_allocated_leaves_admission_unchanged) {
+    auto pool = pool_admitting_two(2);
+    outcome never_a;
+    outcome never_b;
+    EXPECT_THROW(pool->async_acquire(boost::asio::bind_allocator(failing_allocator<void>(), record(never_a))),
+                 std::bad_alloc);
+    EXPECT_THROW(pool->async_acquire(boost::asio::bind_allocator(failing_allocator<void>(), record(never_b))),
+                 std::bad_alloc);
+    settle();
+    EXPECT_FALSE(never_a.done);
+    EXPECT_FALSE(never_b.done);
+    outcome a;
+    outcome b;
+    pool->async_acquire(record(a));
+    pool->async_acquire(record(b));
+    settle();
+    ASSERT_TRUE(a.done);
+    ASSERT_TRUE(b.done);
+    EXPECT_FALSE(a.ec) << a.ec.message();
+    EXPECT_FALSE(b.ec) << b.ec.message();
+    EXPECT_TRUE(a.lease);
+    EXPECT_TRUE(b.lease);
+    EXPECT_EQ(pool->stats().busy_rejections, 0u);
+    a.lease.release();
+    b.lease.release();
+    pool.reset();
+    settle();
+}
+
+// T7. Every acquire pushed before a close is fed before the shutdown, even when there
+// are more of them than one drain's budget (1024): 1500 acquires, then async_close, off
+// the executor, on 1100 idle slots. The first 1100 are granted (their leases kept), and
+// only the last 400, queued when the shutdown comes, are rejected closed; none is
+// rejected closed while a slot was idle. The close completes once the leases are back.
+TEST_F(adapter, acquires_pushed_before_a_close_are_fed_before_the_shutdown) {
+    constexpr std::size_t slots = 1100;
+    constexpr std::size_t total = 1500;
+    auto o = options(slots, slots);
+    o.scheduler.max_waiters = 2000;
+    o.mailbox_capacity = 2000;
+    auto pool = make_pool(o);
+    settle();
+    ASSERT_EQ(pool->stats().slots[static_cast<int>(core::slot_state::idle)], slots);
+
+    std::vector<outcome> got(total);
+    for (auto& g : got) pool->async_acquire(record(g));
+    bool closed = false;
+    int close_completions = 0;
+    pool->async_close([&](error_code ec, close_report r) {
+        ++close_completions;
+        closed = !ec && r.closed;
+    });
+    settle();
+
+    std::size_t granted = 0;
+    std::size_t rejected_closed = 0;
+    std::size_t first_closed = total;
+    std::size_t last_granted = 0;
+    for (std::size_t i = 0; i < total; ++i) {
+        EXPECT_EQ(got[i].completions, 1) << "acquire " << i;
+        if (!got[i].ec && got[i].lease) {
+            ++granted;
+            last_granted = i;
+        } else if (got[i].ec == make_error_code(error::closed)) {
+            ++rejected_closed;
+            first_closed = std::min(first_closed, i);
+        }
+    }
+    EXPECT_EQ(granted, slots);
+    EXPECT_EQ(rejected_closed, total - slots);
+    EXPECT_EQ(last_granted, slots - 1);
+    EXPECT_EQ(first_closed, slots) << "an acquire was rejected closed while a slot was idle";
+    EXPECT_EQ(close_completions, 0);  // leases are out
+
+    for (auto& g : got) g.lease.release();
+    settle();
+    EXPECT_EQ(close_completions, 1);
+    EXPECT_TRUE(closed);
+}
+
+// T7c. The same rule for slot events: releases pushed before the acquires and the close
+// are fed before the shutdown, even past a drain's budget. 1100 slots, all leased;
+// off the executor, the 1100 leases are released (1100 slot events, more than a
+// posted drain's budget of 1024), then 1100 acquires are started, then async_close.
+// Every acquire finds a slot released before it was pushed: all 1100 are granted,
+// none is queued and then rejected closed because the shutdown overtook the last 76
+// releases.
+TEST_F(adapter, releases_pushed_before_a_close_are_fed_before_the_shutdown) {
+    constexpr std::size_t slots = 1100;
+    auto o = options(slots, slots);
+    o.scheduler.max_waiters = 2000;
+    o.mailbox_capacity = 2000;
+    auto pool = make_pool(o);
+    settle();
+    std::vector<outcome> first(slots);
+    for (auto& f : first) pool->async_acquire(record(f));
+    settle();
+    for (auto& f : first) ASSERT_TRUE(f.lease);
+    ASSERT_EQ(pool->stats().slots[static_cast<int>(core::slot_state::leased)], slots);
+
+    for (auto& f : first) f.lease.release();  // off the executor: 1100 slot events pushed
+    std::vector<outcome> got(slots);
+    for (auto& g : got) pool->async_acquire(record(g));
+    bool closed = false;
+    int close_completions = 0;
+    pool->async_close([&](error_code ec, close_report r) {
+        ++close_completions;
+        closed = !ec && r.closed;
+    });
+    settle();
+
+    std::size_t granted = 0;
+    std::size_t rejected_closed = 0;
+    for (std::size_t i = 0; i < slots; ++i) {
+        EXPECT_EQ(got[i].completions, 1) << "acquire " << i;
+        if (!got[i].ec && got[i].lease) ++granted;
+        else if (got[i].ec == make_error_code(error::closed)) ++rejected_closed;
+    }
+    EXPECT_EQ(granted, slots);
+    EXPECT_EQ(rejected_closed, 0u) << "the shutdown overtook releases pushed before it";
+    EXPECT_EQ(close_completions, 0);  // leases are out
+
+    for (auto& g : got) g.lease.release();
+    settle();
+    EXPECT_EQ(close_completions, 1);
+    EXPECT_TRUE(closed);
+}
+
+// T7b. The other side of T7: a shutdown waits only for the commands pushed before it,
+// never for acquires that keep arriving after it. L = 2048 acquires (more than a posted
+// drain's budget) are pushed, then async_close; every completion starts a new acquire
+// (20,000 in all), so the acquire queue never runs dry. The shutdown must still be fed
+// within a few drains: past the acquires pushed before the close and those their
+// completions started meanwhile (a few budgets' worth), every acquire is rejected
+// closed. A pool that put the shutdown off while any acquire was left would serve all
+// 20,000 first (and, with no cap on them, never close).
+TEST_F(adapter, a_close_is_not_put_off_by_acquires_that_keep_arriving) {
+    auto pool = make_pool(starve_options(options(1, 1)));
+    settle();
+    outcome holder;
+    pool->async_acquire(record(holder));
+    settle();
+    ASSERT_TRUE(holder.lease);
+
+    std::vector<error_code> got(starve_total);
+    std::vector<int> completions(starve_total, 0);
+    std::size_t started = 0;
+    std::function<void()> start = [&] {
+        if (started >= starve_total) return;
+        const std::size_t i = started++;
+        pool->async_acquire([&, i](error_code ec, test_lease l) {
+            EXPECT_FALSE(l);
+            ++completions[i];
+            got[i] = ec;
+            start();
+        });
+    };
+    for (std::size_t i = 0; i < starve_limit; ++i) start();
+    int close_completions = 0;
+    bool closed = false;
+    pool->async_close([&](error_code ec, close_report r) {
+        ++close_completions;
+        closed = !ec && r.closed;
+    });
+    settle();
+
+    std::size_t not_closed = 0;
+    std::size_t bad = 0;
+    for (std::size_t i = 0; i < starve_total; ++i) {
+        if (completions[i] != 1) ++bad;
+        if (got[i] != make_error_code(error::closed)) ++not_closed;
+    }
+    EXPECT_EQ(started, starve_total);
+    EXPECT_EQ(bad, 0u) << "acquires completed never or more than once";
+    // The 2048 pushed before the close, and what their completions started before the
+    // shutdown was fed: a few drain budgets (1024 each), far below 20,000.
+    EXPECT_LE(not_closed, starve_limit + std::size_t{4} * 1024) << "the shutdown was put off while acquires kept arriving";
+    EXPECT_EQ(close_completions, 0);  // the held lease is out
+    holder.lease.release();
+    settle();
+    EXPECT_EQ(close_completions, 1);
+    EXPECT_TRUE(closed);
+}
+
+}  // namespace
+}  // namespace fairpool::testing
