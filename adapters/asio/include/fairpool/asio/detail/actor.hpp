@@ -10,9 +10,10 @@
 //   direct      on the pool's executor, with the actor idle and nothing pending
 //               (fed_directly): take the actor and feed the caller's own command to the
 //               core, without a queue round trip; then finish as any drain does.
-//   drain       read the clock's stamp (before taking the actor), serve the kinds
-//               taken, at most a budget of commands; if the budget ran out, hand off
-//               (scheduled, with the kinds left) and post one drain to go on.
+//   drain       read the clock's stamp (before taking the actor; a producer's inline
+//               drain, just after), serve the kinds taken, a budget of commands (which
+//               commands are served past it: pool_state.hpp, serve); if kinds are
+//               left, hand off (scheduled, with the kinds left) and post one drain.
 //   letting go  after_serving (publish, timer, close waiters); release the actor
 //               unless something became pending meanwhile, which this drain then
 //               serves (the re-check: no wake-up is lost). References the drain
