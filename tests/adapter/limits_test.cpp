@@ -49,6 +49,7 @@ struct tally {
     std::size_t aborted = 0;
     std::size_t saturated = 0;
     std::size_t deregistered = 0;
+    std::size_t closed = 0;
     std::size_t other = 0;
 
     void count(std::size_t i, const error_code& ec) {
@@ -56,6 +57,7 @@ struct tally {
         if (ec == boost::asio::error::operation_aborted) ++aborted;
         else if (ec == make_error_code(error::saturated)) ++saturated;
         else if (ec == make_error_code(error::deregistered)) ++deregistered;
+        else if (ec == make_error_code(error::closed)) ++closed;
         else ++other;
     }
     [[nodiscard]] std::size_t not_exactly_once() const {
@@ -71,52 +73,68 @@ struct tally {
 constexpr std::size_t starve_limit = 2048;
 constexpr std::size_t starve_total = 20'000;
 
-pool_options starve_options(pool_options o) {
-    o.scheduler.max_waiters = 8;
-    o.mailbox_capacity = 2040;
-    return o;
-}
+// A one-slot pool whose slot stays leased, fed starve_total acquires: L started from
+// off the executor (admitted and pushed), then one more from each completion (on the
+// pool's executor, while the actor is scheduled: through the mailbox). start_one(pool,
+// done) starts an acquire with `done` as its handler and sends the command under test
+// for it; between(pool) runs once the first L are started; before_release() once the
+// io_context ran dry, before the held lease goes back.
+class starving_adapter : public adapter {
+protected:
+    template <class Start, class Between = void (*)(test_pool&), class BeforeRelease = void (*)()>
+    tally run_stream(
+        Start start_one, Between between = [](test_pool&) {}, BeforeRelease before_release = [] {}) {
+        pool_options o = options(1, 1);
+        o.scheduler.max_waiters = 8;
+        o.mailbox_capacity = 2040;
+        auto pool = make_pool(o);
+        settle();
+        outcome holder;
+        pool->async_acquire(record(holder));
+        settle();
+        EXPECT_TRUE(holder.lease);
+
+        tally got(starve_total);
+        std::size_t started = 0;
+        std::function<void()> start = [&] {
+            if (started >= starve_total) return;
+            const std::size_t i = started++;
+            start_one(*pool, [&, i](error_code ec, test_lease l) {
+                EXPECT_FALSE(l);
+                got.count(i, ec);
+                start();
+            });
+        };
+        for (std::size_t i = 0; i < starve_limit; ++i) start();
+        between(*pool);
+        settle();
+
+        EXPECT_EQ(started, starve_total);
+        EXPECT_EQ(got.not_exactly_once(), 0u) << "acquires completed never or more than once";
+        EXPECT_EQ(pool->stats().busy_rejections, 0u);
+        before_release();
+        holder.lease.release();
+        pool.reset();
+        settle();
+        return got;
+    }
+};
 
 // T1. A cancel is served by the next drain whatever its budget (mailbox.hpp: the cancel
-// queue's 2(L + 1) holds only if no cancel outlives the drain after it). L acquires are
-// pushed from off the executor and each is cancelled at once; every completion starts
-// one more and cancels it. A posted drain's budget (1024) is used up by acquires every
-// time: if the cancels waited for budget, they would pile up while every delivery sent
-// a new one, and the queue would overflow (the process aborts with "fairpool invariant
-// broken: pushed"). Every acquire completes exactly once, aborted or saturated.
-TEST_F(adapter, cancels_are_served_whatever_the_drain_budget) {
-    auto pool = make_pool(starve_options(options(1, 1)));
-    settle();
-    outcome holder;
-    pool->async_acquire(record(holder));
-    settle();
-    ASSERT_TRUE(holder.lease);
-
-    tally got(starve_total);
+// queue's 2(L + 1) holds only if no cancel outlives the drain after it). Each acquire is
+// cancelled at once. A posted drain's budget (1024) is used up by acquires every time:
+// if the cancels waited for budget, they would pile up while every delivery sent a new
+// one, and the queue would overflow (the process aborts with "fairpool invariant broken:
+// pushed"). Every acquire completes exactly once, aborted or saturated.
+TEST_F(starving_adapter, cancels_are_served_whatever_the_drain_budget) {
     std::deque<boost::asio::cancellation_signal> signals;  // stable addresses: each outlives its acquire
-    std::size_t started = 0;
-    std::function<void()> start = [&] {
-        if (started >= starve_total) return;
-        const std::size_t i = started++;
+    const tally got = run_stream([&](test_pool& pool, auto done) {
         auto& signal = signals.emplace_back();
-        pool->async_acquire(boost::asio::bind_cancellation_slot(signal.slot(), [&, i](error_code ec, test_lease l) {
-            EXPECT_FALSE(l);
-            got.count(i, ec);
-            start();  // on the pool's executor, while the actor is scheduled: through the mailbox
-        }));
+        pool.async_acquire(boost::asio::bind_cancellation_slot(signal.slot(), std::move(done)));
         signal.emit(boost::asio::cancellation_type::terminal);  // outstanding: one cancel
-    };
-    for (std::size_t i = 0; i < starve_limit; ++i) start();  // off the executor: admitted, pushed
-    settle();
-
-    EXPECT_EQ(started, starve_total);
-    EXPECT_EQ(got.not_exactly_once(), 0u) << "acquires completed never or more than once";
+    });
     EXPECT_EQ(got.aborted + got.saturated, starve_total)
         << "aborted " << got.aborted << ", saturated " << got.saturated << ", other " << got.other;
-    EXPECT_EQ(pool->stats().busy_rejections, 0u);
-    holder.lease.release();
-    pool.reset();
-    settle();
 }
 
 // T2. The same for deregistrations: each acquire's handle is reset at once (it has an
@@ -124,38 +142,14 @@ TEST_F(adapter, cancels_are_served_whatever_the_drain_budget) {
 // through a new handle. Without a deregistration served by every drain, its queue
 // overflows (handle::~handle -> deregister is noexcept: the process aborts). Every
 // acquire completes exactly once, deregistered or saturated.
-TEST_F(adapter, deregistrations_are_served_whatever_the_drain_budget) {
-    auto pool = make_pool(starve_options(options(1, 1)));
-    settle();
-    outcome holder;
-    pool->async_acquire(record(holder));
-    settle();
-    ASSERT_TRUE(holder.lease);
-
-    tally got(starve_total);
-    std::size_t started = 0;
-    std::function<void()> start = [&] {
-        if (started >= starve_total) return;
-        const std::size_t i = started++;
-        auto tenant = pool->make_handle();
-        tenant.async_acquire([&, i](error_code ec, test_lease l) {
-            EXPECT_FALSE(l);
-            got.count(i, ec);
-            start();
-        });
+TEST_F(starving_adapter, deregistrations_are_served_whatever_the_drain_budget) {
+    const tally got = run_stream([](test_pool& pool, auto done) {
+        auto tenant = pool.make_handle();
+        tenant.async_acquire(std::move(done));
         tenant.reset();  // outstanding: one deregistration
-    };
-    for (std::size_t i = 0; i < starve_limit; ++i) start();
-    settle();
-
-    EXPECT_EQ(started, starve_total);
-    EXPECT_EQ(got.not_exactly_once(), 0u) << "acquires completed never or more than once";
+    });
     EXPECT_EQ(got.deregistered + got.saturated, starve_total)
         << "deregistered " << got.deregistered << ", saturated " << got.saturated << ", other " << got.other;
-    EXPECT_EQ(pool->stats().busy_rejections, 0u);
-    holder.lease.release();
-    pool.reset();
-    settle();
 }
 
 // T3. The slot-event queue is a Boost.Lockfree fixed-size queue, which holds at most
@@ -480,50 +474,22 @@ TEST_F(adapter, releases_pushed_before_a_close_are_fed_before_the_shutdown) {
 // completions started meanwhile (a few budgets' worth), every acquire is rejected
 // closed. A pool that put the shutdown off while any acquire was left would serve all
 // 20,000 first (and, with no cap on them, never close).
-TEST_F(adapter, a_close_is_not_put_off_by_acquires_that_keep_arriving) {
-    auto pool = make_pool(starve_options(options(1, 1)));
-    settle();
-    outcome holder;
-    pool->async_acquire(record(holder));
-    settle();
-    ASSERT_TRUE(holder.lease);
-
-    std::vector<error_code> got(starve_total);
-    std::vector<int> completions(starve_total, 0);
-    std::size_t started = 0;
-    std::function<void()> start = [&] {
-        if (started >= starve_total) return;
-        const std::size_t i = started++;
-        pool->async_acquire([&, i](error_code ec, test_lease l) {
-            EXPECT_FALSE(l);
-            ++completions[i];
-            got[i] = ec;
-            start();
-        });
-    };
-    for (std::size_t i = 0; i < starve_limit; ++i) start();
+TEST_F(starving_adapter, a_close_is_not_put_off_by_acquires_that_keep_arriving) {
     int close_completions = 0;
     bool closed = false;
-    pool->async_close([&](error_code ec, close_report r) {
-        ++close_completions;
-        closed = !ec && r.closed;
-    });
-    settle();
-
-    std::size_t not_closed = 0;
-    std::size_t bad = 0;
-    for (std::size_t i = 0; i < starve_total; ++i) {
-        if (completions[i] != 1) ++bad;
-        if (got[i] != make_error_code(error::closed)) ++not_closed;
-    }
-    EXPECT_EQ(started, starve_total);
-    EXPECT_EQ(bad, 0u) << "acquires completed never or more than once";
+    const tally got = run_stream(
+        [](test_pool& pool, auto done) { pool.async_acquire(std::move(done)); },
+        [&](test_pool& pool) {
+            pool.async_close([&](error_code ec, close_report r) {
+                ++close_completions;
+                closed = !ec && r.closed;
+            });
+        },
+        [&] { EXPECT_EQ(close_completions, 0); });  // the held lease is out
     // The 2048 pushed before the close, and what their completions started before the
     // shutdown was fed: a few drain budgets (1024 each), far below 20,000.
-    EXPECT_LE(not_closed, starve_limit + std::size_t{4} * 1024) << "the shutdown was put off while acquires kept arriving";
-    EXPECT_EQ(close_completions, 0);  // the held lease is out
-    holder.lease.release();
-    settle();
+    EXPECT_LE(starve_total - got.closed, starve_limit + std::size_t{4} * 1024)
+        << "the shutdown was put off while acquires kept arriving";
     EXPECT_EQ(close_completions, 1);
     EXPECT_TRUE(closed);
 }

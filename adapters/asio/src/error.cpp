@@ -50,7 +50,7 @@ std::optional<std::string> validate(const pool_options& o) {
     if (auto why = core::validate(o.scheduler)) return "scheduler." + *why;
     // The slot-event queue holds slot_capacity commands, and a Boost.Lockfree fixed-size
     // queue at most 65534 (mailbox.hpp).
-    if (const std::uint64_t slots = o.scheduler.resolved().slot_capacity.value_or(0); slots > max_adapter_slots)
+    if (const std::uint64_t slots = *o.scheduler.resolved().slot_capacity; slots > max_adapter_slots)
         return "scheduler.slot_capacity: the Boost.Asio adapter holds at most " + std::to_string(max_adapter_slots) +
                " slots, got " + std::to_string(slots);
     if (o.mailbox_capacity < 1) return std::string("mailbox_capacity: must be at least 1");

@@ -397,14 +397,8 @@ private:
         // it: if the budget left some, they are taken first, all of them (at most their
         // queues' capacities; deferring the resize or the shutdown instead would let
         // commands that keep coming put it off).
-        const bool resize_or_shutdown =
-            (kinds & kind::resize) != 0 || ((kinds & kind::shutdown) != 0 && !shutdown_fed_);
-        if (resize_or_shutdown && left != 0) {
-            slot_command c;
-            while (mailbox_.slot_events.pop(c)) spend(budget), feed_slot(c);
-            take_all_acquires();
-            left = 0;
-        }
+        if (left != 0 && ((kinds & kind::resize) != 0 || ((kinds & kind::shutdown) != 0 && !shutdown_fed_)))
+            take_all_slot_events(), take_all_acquires(), left = 0;
         std::uint64_t max_slots = 0;
         std::uint64_t min_slots = 0;
         if ((kinds & kind::resize) != 0 && mailbox_.resize.take(max_slots, min_slots))
@@ -418,6 +412,10 @@ private:
 
     static void spend(std::uint32_t& budget) noexcept {
         if (budget > 0) --budget;
+    }
+
+    void take_all_slot_events() {
+        mailbox_.slot_events.consume_all([this](const slot_command& c) { feed_slot(c); });
     }
 
     void take_all_acquires() {
