@@ -25,7 +25,7 @@
  *                      announce(acquire)
  *                    release(): the same with slot_events and a release
  *                    request_shutdown(): announce(shutdown) (a bit, no queue entry)
- *                    serve(kinds, budget): for each kind taken, pop while budget > 0;
+ *   pool_drain.hpp   serve(kinds, budget): for each kind taken, pop while budget > 0;
  *                      a kind whose budget ran out is left
  *   actor.hpp        announce(): drain_inline -> drain(inline budget): serve(take()),
  *                      then finish_drain; post_drain -> post [ begin(); drain(posted

@@ -2,7 +2,7 @@
 // The actor's protocol, whole: who drains the mailbox, when, and how a drain lets go.
 // The scheduling state it runs on is actor_state.hpp (one atomic word, model-checked in
 // model/wake_protocol.pml); what a drain does with the commands is its owner's
-// (pool_state.hpp: serve, after_serving).
+// (pool_drain.hpp: serve, after_serving).
 //
 //   producer    push a command into its mailbox queue, then announce(kind). If that
 //               took the idle actor: on the pool's executor, drain inline (at most
@@ -12,7 +12,7 @@
 //               core, without a queue round trip; then finish as any drain does.
 //   drain       read the clock's stamp (before taking the actor; a producer's inline
 //               drain, just after), serve the kinds taken, a budget of commands (which
-//               commands are served past it: pool_state.hpp, serve); if kinds are
+//               commands are served past it: pool_drain.hpp, serve); if kinds are
 //               left, hand off (scheduled, with the kinds left) and post one drain.
 //   letting go  after_serving (publish, timer, close waiters); release the actor
 //               unless something became pending meanwhile, which this drain then

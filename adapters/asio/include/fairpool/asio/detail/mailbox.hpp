@@ -18,7 +18,7 @@
 //                  thread, or queued by the scheduler after being fed directly), and it
 //                  sends at most one: between two drains at most L + 1 of them end and
 //                  L + 1 begin, and every drain serves all the cancels queued, past
-//                  its budget (pool_state.hpp: serve)
+//                  its budget (pool_drain.hpp: serve)
 //   deregisters .. 2(L + 1): only a handle with an outstanding acquire sends one (the
 //                  same bound)
 // Boost.Lockfree's fixed-size queues hold at most 65535 nodes (one of them a dummy):

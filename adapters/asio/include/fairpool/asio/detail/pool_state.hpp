@@ -1,19 +1,11 @@
 #pragma once
-// The pool's actor: the one owner of the scheduler, and what its drains do. The
-// protocol (who drains, when, how a drain lets go) is actor.hpp; the mailbox and its
-// scheduling word, mailbox.hpp and actor_state.hpp. Here:
-//
-//   commands    the public entry points, from any thread: push a command and announce
-//               it, or on the pool's executor with the actor idle feed an acquire or a
-//               release to the core directly (admission.hpp bounds the acquires)
-//   serve       a drain takes the pending kinds' commands, at most its budget
-//   feed        one core step; record it (a copy into the flight recorder's ring, if
-//               on); publish the counters before a completion is posted; perform the
-//               effects: completions posted to the handlers' executors, the resource
-//               hooks (resources.hpp) and on_leak_suspected posted to the pool's
-//               executor. A drain runs no user code at all.
-//   after       publish the counters, arm the deadline timer (deadline_timer.hpp),
-//               report a close (closing.hpp)
+// The pool's actor: the one owner of the scheduler, its state, and the commands that
+// reach it. The protocol (who drains, when, how a drain lets go) is actor.hpp; the
+// mailbox and its scheduling word, mailbox.hpp and actor_state.hpp; what a drain does
+// with the commands it takes, pool_drain.hpp. Here, the commands: the public entry
+// points, from any thread, which push a command and announce it, or on the pool's
+// executor with the actor idle feed an acquire or a release to the core directly
+// (admission.hpp bounds the acquires).
 //
 // What the actor keeps per slot (the lease tokens among it) is slot_keeping.hpp.
 //
@@ -360,262 +352,30 @@ private:
     [[nodiscard]] detail::drain_counts& drain_counts() noexcept { return drain_counts_; }
     [[nodiscard]] const detail::drain_counts& drain_counts() const noexcept { return drain_counts_; }
 
-    // Serves the kinds taken, in this order, with at most `budget` commands (decremented);
-    // returns the kinds left to serve (0 when all were).
-    [[gnu::noinline]] std::uint32_t serve(std::uint32_t kinds, std::uint32_t& budget) {
-        namespace kind = command_kind;
-        if ((kinds & kind::start) != 0) feed(core::event::start(drain_now_));
-        if ((kinds & kind::tick) != 0) on_timer_expired();
-        std::uint32_t left = 0;
-        if ((kinds & kind::slot_event) != 0) {
-            slot_command c;
-            while (budget > 0 && mailbox_.slot_events.pop(c)) --budget, feed_slot(c);
-            if (budget == 0) left |= kind::slot_event;
-        }
-        if ((kinds & kind::acquire) != 0) {
-            acquire_command c;
-            while (budget > 0 && mailbox_.acquires.pop(c)) --budget, take_acquire(c);
-            if (budget == 0) left |= kind::acquire;
-        }
-        // A cancel or deregistration is sent after the acquires it concerns were pushed:
-        // take those first (all of them, past the budget: at most the queue's
-        // capacity), or the scheduler would not know the waiter yet. Every drain that
-        // takes their kind serves them all, past the budget too: the queues' bound
-        // (mailbox.hpp: 2(L + 1)) holds only if no cancel or deregistration outlives
-        // the drain after it (acquires completed meanwhile may send new ones).
-        if ((kinds & kind::cancel) != 0) {
-            std::uint64_t waiter = 0;
-            while (mailbox_.cancels.pop(waiter))
-                spend(budget), take_all_acquires(), feed(core::event::cancel(drain_now_, waiter));
-        }
-        if ((kinds & kind::deregister) != 0) {
-            std::uint64_t handle = 0;
-            while (mailbox_.deregisters.pop(handle))
-                spend(budget), take_all_acquires(), feed(core::event::deregister(drain_now_, handle));
-        }
-        // A resize or a shutdown comes after the slot events and acquires pushed before
-        // it: if the budget left some, they are taken first, all of them (at most their
-        // queues' capacities; deferring the resize or the shutdown instead would let
-        // commands that keep coming put it off).
-        if (left != 0 && ((kinds & kind::resize) != 0 || ((kinds & kind::shutdown) != 0 && !shutdown_fed_)))
-            take_all_slot_events(), take_all_acquires(), left = 0;
-        std::uint64_t max_slots = 0;
-        std::uint64_t min_slots = 0;
-        if ((kinds & kind::resize) != 0 && mailbox_.resize.take(max_slots, min_slots))
-            feed(core::event::resize(drain_now_, max_slots, min_slots));
-        if ((kinds & kind::shutdown) != 0 && !shutdown_fed_) {
-            shutdown_fed_ = true;
-            feed(core::event::shutdown(drain_now_));
-        }
-        return left;
-    }
-
-    static void spend(std::uint32_t& budget) noexcept {
-        if (budget > 0) --budget;
-    }
-
-    void take_all_slot_events() {
-        mailbox_.slot_events.consume_all([this](const slot_command& c) { feed_slot(c); });
-    }
-
-    void take_all_acquires() {
-        mailbox_.acquires.consume_all([this](const acquire_command& c) { take_acquire(c); });
-    }
-
-    // The acquire's operation waits beside the table while its own step runs: a step
-    // that completes it at once (an immediate grant, a rejection) takes it from there,
-    // and only a queued waiter's goes into the table. Returns the waiter's id if the
-    // scheduler queued it, else 0. `refs`: for one fed directly (it holds no reference
-    // yet), the caller's, which it takes copies of only if it is queued.
-    std::uint64_t take_acquire(const acquire_command& c, caller_refs refs = {}) {
-        FAIRPOOL_DEBUG_ASSERT((refs.self != nullptr) == !c.operation->holds_pool());
-        // Fed directly and not counted yet: admitted here, where no other acquire can be
-        // counted meanwhile (the actor counts at most one beyond the limit: mailbox.hpp).
-        if (!c.operation->counted() && admission_.full()) {
-            refuse_busy(c.operation);
-            return 0;
-        }
-        const std::uint64_t waiter = c.waiter != 0 ? c.waiter : (actor_waiter_ += 2);
-        core::event e = core::event::acquire(drain_now_, waiter, c.handle);
-        if (c.deadline != core::never) e.deadline = c.deadline;
-        if (c.weight != 0) e.weight = c.weight;
-        if (c.capped) e.set_max_leases(c.max_leases);
-        if (handle_block* b = c.operation->block()) b->acquired();
-        c.operation->arrived_at(drain_now_);
-        arriving_ = {waiter, c.operation, refs.block};
-        feed(e);
-        if (arriving_.operation == nullptr) return 0;  // completed in its own step
-        if (!arriving_.operation->counted()) count_queued(arriving_.operation, refs);
-        arriving_.operation->keep_work();
-        operations_.insert(arriving_.waiter, std::exchange(arriving_.operation, nullptr));
-        return waiter;
-    }
-
-    // An acquire fed directly and queued by the scheduler now counts as outstanding (its
-    // handle's deregistration must reach the waiter); its delivery counts it back. It
-    // outlives its initiating function: it holds its references from now on.
-    void count_queued(acquire_operation* op, caller_refs refs) noexcept {
-        admission_.count(op->block());
-        if (op->block()) op->hold_block(*refs.block);
-        op->hold_pool(*refs.self);
-        op->set_counted();
-    }
-
-    [[nodiscard]] acquire_operation* take_operation(std::uint64_t waiter) noexcept {
-        if (arriving_.operation != nullptr && arriving_.waiter == waiter) return std::exchange(arriving_.operation, nullptr);
-        return operations_.take(waiter);
-    }
-
-    void feed_slot(const slot_command& c) {
-        if (c.kind == core::event_kind::release) return feed_release(c.slot, c.lease, c.outcome);
-        feed(slot_event(c));
-    }
-
-    // A release first counts its lease back to its handle's block, which the actor held
-    // for the lease (perform) and keeps for the slot's next lease.
-    void feed_release(std::uint32_t slot, std::uint64_t lease, core::release_outcome outcome) {
-        keeping_.lease_returned(slot);
-        feed(core::event::release(drain_now_, slot, lease, outcome));
-    }
-
-    // A slot event other than a release.
-    [[nodiscard]] core::event slot_event(const slot_command& c) const noexcept {
-        switch (c.kind) {
-            case core::event_kind::checked:
-                return core::event::checked(drain_now_, c.slot, c.passed ? core::check_outcome::alive
-                                                                        : core::check_outcome::dead);
-            case core::event_kind::reset_done:
-                return core::event::reset_done(drain_now_, c.slot, c.passed ? core::reset_outcome::ok
-                                                                           : core::reset_outcome::failed);
-            default: return core::event::of_slot(c.kind, drain_now_, c.slot);
-        }
-    }
-
-    // One core step (inside drain_or_die: what can throw here is fatal).
-    void feed(const core::event& e) {
-        if (recorder_) recorder_->before_step(core_);
-        const core::step_result r = core_.step(e);
-        if (recorder_) recorder_->after_step(e, r);
-        FAIRPOOL_ASSERT(r.ok());  // the actor only sends valid events
-        commands_fed_.store(commands_fed_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-        counters_unpublished_ = true;
-        // Only an event other than an acquire or a release, or an effect other than a
-        // grant, moves the rare counters (docs/CONTRACT.md section 9; stats_board).
-        if (e.kind != core::event_kind::acquire && e.kind != core::event_kind::release) rare_counters_moved_ = true;
-        bool completes_an_acquire = false;
-        for (const core::effect& f : r.effects) {
-            completes_an_acquire |= f.kind == core::effect_kind::grant || f.kind == core::effect_kind::reject;
-            rare_counters_moved_ |= f.kind != core::effect_kind::grant;
-        }
-        // The core's transition is complete: only now does anything act on its effects.
-        // A step that completes an acquire publishes the counters first, so that its
-        // handler (possibly on another thread at once) never reads counters that lag
-        // its own outcome.
-        if (completes_an_acquire) publish_counters();
-        for (const core::effect& f : r.effects) perform(f);
-    }
-
-    // At the end of each drain, or earlier for a step that completes an acquire; never
-    // twice for the same counters.
-    void publish_counters() noexcept {
-        stats_.publish(core_.counters(), std::exchange(rare_counters_moved_, false), core_.take_touched_wait_buckets());
-        counters_unpublished_ = false;
-    }
-
-    // A grant counts in its handle's block, which the actor then keeps for the lease
-    // (slot_keeping.hpp); the operation gets the slot's lease token unless it holds a
-    // reference of its own.
-    void perform(const core::effect& f) {
-        if (f.kind == core::effect_kind::grant) {
-            acquire_operation* op = take_operation(f.waiter);
-            if (handle_block* b = op->block()) {
-                b->granted(drain_now_ - op->arrived());
-                keeping_.keep_block(f.slot, *op, arriving_.block);
-            }
-            if (!op->holds_pool()) op->hold_pool(keeping_.take_token(f.slot, *this));
-            return op->complete({}, f.slot, f.lease);
-        }
-        perform_other(f);
-    }
-
-    [[gnu::noinline]] void perform_other(const core::effect& f) {
-        switch (f.kind) {
-            case core::effect_kind::grant: break;
-            case core::effect_kind::reject: {
-                acquire_operation* op = take_operation(f.waiter);
-                if (handle_block* b = op->block()) b->rejected(f.rejected);
-                complete_rejected(op, rejection(f.rejected));
-                break;
-            }
-            case core::effect_kind::spawn:
-                start_outside_actor(this->shared_from_this(), f.slot, &create_resource<pool_state>);
-                break;
-            case core::effect_kind::retire:
-                start_outside_actor(this->shared_from_this(), f.slot, &destroy_resource<pool_state>);
-                break;
-            case core::effect_kind::check:
-                start_outside_actor(this->shared_from_this(), f.slot, &check_resource<pool_state>);
-                break;
-            case core::effect_kind::reset:
-                start_outside_actor(this->shared_from_this(), f.slot, &reset_resource<pool_state>);
-                break;
-            case core::effect_kind::leak_suspected:
-                if (options_.on_leak_suspected)
-                    post_to_executor([self = this->shared_from_this(), slot = f.slot, lease = f.lease] {
-                        self->options_.on_leak_suspected(slot, lease);
-                    });
-                break;
-            case core::effect_kind::closed: closed_ = true; break;
-        }
-    }
-
-    // A rejected operation holds a reference to this state from now on, as a granted
-    // one holds its lease token: its delivery may come after everything else let go.
-    void complete_rejected(acquire_operation* op, const boost::system::error_code& ec) {
-        if (!op->holds_pool()) op->hold_pool(this->shared_from_this());
-        op->complete(ec, 0, 0);
-    }
-
-    static boost::system::error_code rejection(core::reject_reason r) noexcept {
-        switch (r) {
-            case core::reject_reason::saturated: return make_error_code(error::saturated);
-            case core::reject_reason::timeout: return make_error_code(error::timeout);
-            case core::reject_reason::cancelled: return boost::asio::error::operation_aborted;
-            case core::reject_reason::deregistered: return make_error_code(error::deregistered);
-            case core::reject_reason::closed: return make_error_code(error::closed);
-        }
-        return make_error_code(error::closed);
-    }
-
-    // After the commands a drain served: the stats, the one timer, the close waiters.
-    void after_serving() {
-        if (counters_unpublished_) publish_counters();
-        if (const auto deadline = timer_.change(core_, closed_)) [[unlikely]]
-            rearm_timer(*deadline);
-        if (closed_ && !close_reported_) report_closed();
-    }
-
-    [[gnu::noinline]] void rearm_timer(std::optional<core::nanos> deadline) {
-        timer_.arm(deadline, [this] {
-            return [weak = this->weak_from_this()](const boost::system::error_code& ec) {
-                if (ec) return;
-                if (auto self = weak.lock()) self->announce(command_kind::tick);
-            };
-        });
-    }
-
-    [[gnu::noinline]] void report_closed() {
-        close_reported_ = true;
-        keeping_.drop_tokens();  // every lease is back: none can be kept again
-        closing_.closed();
-    }
-
-    // The deadline timer's expiry: a tick, if the armed deadline was reached by the
-    // Clock's own time, which fired it.
-    void on_timer_expired() {
-        drain_now_ = std::max(drain_now_, clock_.fresh());
-        if (timer_.expired(drain_now_)) feed(core::event::tick(drain_now_));
-    }
+    // What a drain does with the commands it takes (pool_drain.hpp).
+    // Serving: each kind taken, within the drain's budget.
+    [[gnu::noinline]] std::uint32_t serve(std::uint32_t kinds, std::uint32_t& budget);
+    static void spend(std::uint32_t& budget) noexcept;
+    void take_all_slot_events();
+    void take_all_acquires();
+    std::uint64_t take_acquire(const acquire_command& c, caller_refs refs = {});
+    void count_queued(acquire_operation* op, caller_refs refs) noexcept;
+    [[nodiscard]] acquire_operation* take_operation(std::uint64_t waiter) noexcept;
+    void feed_slot(const slot_command& c);
+    void feed_release(std::uint32_t slot, std::uint64_t lease, core::release_outcome outcome);
+    [[nodiscard]] core::event slot_event(const slot_command& c) const noexcept;
+    // One core step and its effects.
+    void feed(const core::event& e);
+    void publish_counters() noexcept;
+    void perform(const core::effect& f);
+    [[gnu::noinline]] void perform_other(const core::effect& f);
+    void complete_rejected(acquire_operation* op, const boost::system::error_code& ec);
+    static boost::system::error_code rejection(core::reject_reason r) noexcept;
+    // After serving: the counters, the deadline timer, a close.
+    void after_serving();
+    [[gnu::noinline]] void rearm_timer(std::optional<core::nanos> deadline);
+    [[gnu::noinline]] void report_closed();
+    void on_timer_expired();
 
     const pool_options options_;
     executor_type executor_;
@@ -656,3 +416,6 @@ private:
 };
 
 }  // namespace fairpool::detail
+
+// The drain's definitions, which need the whole class above.
+#include "fairpool/asio/detail/pool_drain.hpp"  // IWYU pragma: export
