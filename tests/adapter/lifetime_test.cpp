@@ -271,5 +271,37 @@ TEST(adapter_lifetime, the_references_the_actor_keeps_go_with_an_io_context_dest
     EXPECT_TRUE(state.expired()) << "the actor's lease tokens outlived the io_context: the state leaked";
 }
 
+// A lease may outlive its pool's io_context (docs/CONTRACT.md section 8), and so may a
+// handle and the pool object: releasing or destroying them after the context is gone
+// must touch nothing of it (it is freed: a heap-use-after-free under ASan, before the
+// actor was taken for good at the context's shutdown). The state, its resource and
+// nothing else go with the last of them.
+TEST(adapter_lifetime, a_lease_handle_and_pool_outliving_their_io_context_touch_nothing_of_it) {
+    std::weak_ptr<const void> state;
+    std::weak_ptr<int> resource;
+    auto io = std::make_unique<boost::asio::io_context>();
+    auto p = std::make_unique<pool<std::shared_ptr<int>>>(
+        io->get_executor(), one_slot(), []() -> boost::asio::awaitable<std::shared_ptr<int>> {
+            co_return std::make_shared<int>(7);
+        });
+    state = p->lifetime();
+    auto h = p->make_handle();
+    lease<std::shared_ptr<int>> held;
+    h.async_acquire([&held](error_code ec, lease<std::shared_ptr<int>> l) {
+        ASSERT_FALSE(ec);
+        held = std::move(l);
+    });
+    settle(*io);
+    ASSERT_TRUE(held);
+    resource = *held;
+    io.reset();  // the context goes first, with the pool, its handle and the lease alive
+    EXPECT_FALSE(state.expired());
+    held.release();
+    h.reset();
+    p.reset();
+    EXPECT_TRUE(state.expired()) << "the pool's state outlived everything";
+    EXPECT_TRUE(resource.expired()) << "the resource outlived the pool's state";
+}
+
 }  // namespace
 }  // namespace fairpool::testing

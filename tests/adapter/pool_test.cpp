@@ -428,6 +428,31 @@ TEST_F(adapter, explicit_close_with_blocked_waiters) {
     EXPECT_EQ(log_->destroyed, 1);
 }
 
+// A waiting close is outstanding work, as Asio asks of a pending operation: on the pool's
+// executor (whose context must run the drains that close the pool) and on its handler's,
+// so neither context's run() returns while it waits. (An io_context that polls with no
+// work left stops itself: stopped() tells.)
+TEST_F(adapter, a_waiting_close_keeps_its_handler_context_and_the_pool_context_running) {
+    outcome holder;
+    auto pool = one_slot_held(holder);
+    boost::asio::io_context other;
+    bool closed = false;
+    pool->async_close(boost::asio::bind_executor(other, [&](error_code ec, close_report r) { closed = !ec && r.closed; }));
+    settle();
+    other.poll();
+    EXPECT_FALSE(io.stopped()) << "the pool's context ran out of work while a close waits";
+    EXPECT_FALSE(other.stopped()) << "the close handler's context ran out of work while it waits";
+    EXPECT_FALSE(closed);
+    holder.lease.release();
+    settle();
+    other.restart();
+    other.poll();
+    EXPECT_TRUE(closed);
+    EXPECT_TRUE(other.stopped()) << "the close's work outlived its completion";
+    settle();
+    EXPECT_TRUE(io.stopped()) << "the close's work on the pool's context outlived its completion";
+}
+
 TEST_F(adapter, close_with_a_deadline_while_a_lease_is_out_times_out_then_closes) {
     auto pool = make_pool(options(2, 1));
     settle();
@@ -746,6 +771,48 @@ TEST_F(adapter, a_resource_whose_close_hangs_is_dropped_after_retire_grace) {
     EXPECT_EQ(pool.stats().slots[static_cast<int>(core::slot_state::retiring)], 0u);
     EXPECT_EQ(log_->created, 2);  // min_slots: replaced
     EXPECT_EQ(pool.stats().slots[static_cast<int>(core::slot_state::idle)], 1u);
+}
+
+// A close hook that ignores cancellation (its wait is bound to an empty cancellation
+// slot): at retire_grace the slot is retired all the same and replaced; the resource,
+// which the hook still uses, is destroyed only when the hook returns.
+TEST_F(adapter, a_close_that_ignores_cancellation_frees_its_slot_at_retire_grace) {
+    auto log = log_;
+    auto o = options(1, 1);  // retire_grace: 100 ms
+    test_pool pool(
+        io.get_executor(), o,
+        [log]() -> boost::asio::awaitable<resource> { co_return resource(++log->created, log); },
+        [log](resource&) -> boost::asio::awaitable<void> {
+            ++log->closed;
+            manual_timer later(co_await boost::asio::this_coro::executor, std::chrono::seconds(10));
+            co_await later.async_wait(
+                boost::asio::bind_cancellation_slot(boost::asio::cancellation_slot(), boost::asio::use_awaitable));
+        });
+    settle();
+    outcome a;
+    pool.async_acquire(record(a));
+    settle();
+    ASSERT_TRUE(a.lease);
+    a.lease.mark_dirty();
+    a.lease.release();
+    settle();
+    EXPECT_EQ(log_->closed, 1);
+    EXPECT_EQ(pool.stats().slots[static_cast<int>(core::slot_state::retiring)], 1u);
+    advance(100ms - 1ns);
+    EXPECT_EQ(pool.stats().slots[static_cast<int>(core::slot_state::retiring)], 1u) << "freed before its grace";
+    advance(1ns);
+    EXPECT_EQ(pool.stats().slots[static_cast<int>(core::slot_state::retiring)], 0u);
+    EXPECT_EQ(log_->created, 2);  // min_slots: replaced, while the old close still runs
+    EXPECT_EQ(pool.stats().slots[static_cast<int>(core::slot_state::idle)], 1u);
+    EXPECT_EQ(log_->destroyed, 0) << "destroyed while its close hook still uses it";
+    advance(10s);  // the hook returns at last
+    EXPECT_EQ(log_->destroyed, 1);
+    EXPECT_EQ(pool.stats().retirements[static_cast<int>(core::retire_reason::dirty)], 1u);
+    outcome b;
+    pool.async_acquire(record(b));
+    settle();
+    ASSERT_TRUE(b.lease);
+    EXPECT_EQ(b.lease->id(), 2);  // the replacement
 }
 
 TEST_F(adapter, a_resource_whose_close_throws_is_dropped_at_once) {

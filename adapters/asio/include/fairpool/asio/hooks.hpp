@@ -31,7 +31,8 @@ struct resource_hooks {
     std::function<boost::asio::awaitable<Resource>()> create{};
 
     // Closes a resource gracefully before it is dropped; after retire_grace it is
-    // dropped anyway. Optional: without it a retired resource is just destroyed.
+    // cancelled and its slot freed anyway (the resource is destroyed when it returns).
+    // Optional: without it a retired resource is just destroyed.
     std::function<boost::asio::awaitable<void>(Resource&)> close{};
 
     // Is this idle resource still usable (a PING)? true: alive, it is granted or kept

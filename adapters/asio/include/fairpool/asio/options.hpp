@@ -22,7 +22,9 @@ struct pool_options {
     std::uint32_t mailbox_capacity = 1024;
 
     // A retired resource is first closed gracefully (the factory's close); after this
-    // long it is dropped anyway, as a worker pool kills a process that does not exit.
+    // long the close is cancelled and the slot is freed anyway, as a worker pool kills a
+    // process that does not exit (a close that ignores the cancellation keeps only the
+    // resource, destroyed when it returns).
     std::chrono::nanoseconds retire_grace = std::chrono::seconds(1);
 
     // Health (scheduler.check_after_idle, keepalive_interval, reset_on_release): how long

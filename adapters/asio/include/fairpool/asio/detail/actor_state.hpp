@@ -80,6 +80,11 @@ public:
                                               std::memory_order_relaxed));
     }
 
+    // The pool's execution context is gone (nothing will run on it again): the actor is
+    // taken for good. announce() then only records kinds and try_take_idle() fails, so
+    // no drain runs or is posted again.
+    void take_for_good() noexcept { word_.fetch_or(owner, std::memory_order_relaxed); }
+
     // A posted drain starts: scheduled -> running.
     void begin() noexcept {
         [[maybe_unused]] const std::uint32_t s = word_.fetch_xor(owner, std::memory_order_acquire);

@@ -3,12 +3,17 @@
 // mutex of their own (a close is rare, and neither acquires nor releases ever take it).
 // The actor calls closed() once, after it published the counters of the step that
 // closed the pool; a waiter's deadline timer completes it with error::timed_out and a
-// report of what is still out, read from the published counters.
+// report of what is still out, read from the published counters. A waiting close is
+// outstanding work, as Asio asks of a pending operation, on its handler's executor and
+// on the pool's (whose context must keep running the drains that close the pool), from
+// its start until its completion is posted.
 #include <boost/asio/any_completion_handler.hpp>
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/append.hpp>
+#include <boost/asio/associated_executor.hpp>
 #include <boost/asio/basic_waitable_timer.hpp>
 #include <boost/asio/dispatch.hpp>
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/post.hpp>
 #include <cstdint>
 #include <list>
@@ -33,13 +38,17 @@ public:
     closing(boost::asio::any_io_executor ex, const stats_board& stats) : executor_(std::move(ex)), stats_(stats) {}
 
     // `self` is this object, kept weakly by the deadline timer.
-    void add(const std::weak_ptr<closing>& self, close_handler h, std::optional<time_point> deadline) {
+    template <class Handler>
+    void add(const std::weak_ptr<closing>& self, Handler&& handler, std::optional<time_point> deadline) {
+        auto handler_executor = boost::asio::get_associated_executor(handler, executor_);
         std::unique_lock lock(mutex_);
         if (closed_) {
             lock.unlock();
-            return deliver(std::move(h), {});
+            return deliver(close_handler(std::forward<Handler>(handler)), {});
         }
-        waiter& w = waiters_.emplace_back(waiter{++last_id_, std::move(h), nullptr});
+        using work_type = outstanding_work<decltype(handler_executor)>;
+        waiter& w = waiters_.emplace_back(waiter{++last_id_, close_handler(std::forward<Handler>(handler)), nullptr,
+                                                 std::make_shared<work_type>(executor_, handler_executor)});
         if (!deadline) return;
         w.deadline = std::make_unique<timer_type>(executor_, *deadline);
         w.deadline->async_wait([self, id = w.id](const boost::system::error_code& ec) {
@@ -67,20 +76,29 @@ public:
     }
 
 private:
+    template <class HandlerExecutor>
+    struct outstanding_work {
+        outstanding_work(const boost::asio::any_io_executor& pool, const HandlerExecutor& handler)
+            : on_pool(pool), on_handler(handler) {}
+        boost::asio::executor_work_guard<boost::asio::any_io_executor> on_pool;
+        boost::asio::executor_work_guard<HandlerExecutor> on_handler;
+    };
+
     struct waiter {
         std::uint64_t id;
         close_handler handler;
         std::unique_ptr<timer_type> deadline;
+        std::shared_ptr<void> work;  // an outstanding_work, let go after the completion is posted
     };
 
     void expire(std::uint64_t id) {
         std::unique_lock lock(mutex_);
         for (auto it = waiters_.begin(); it != waiters_.end(); ++it) {
             if (it->id != id) continue;
-            close_handler h = std::move(it->handler);
-            waiters_.erase(it);
+            std::list<waiter> done;
+            done.splice(done.begin(), waiters_, it);
             lock.unlock();
-            return deliver(std::move(h), make_error_code(error::timed_out));
+            return deliver(std::move(done.front().handler), make_error_code(error::timed_out));
         }
     }
 

@@ -213,6 +213,9 @@ public:
     }
 
     void deregister(std::uint64_t handle) noexcept {
+        // Once the context is gone nothing drains the queue: a handle destroyed after it
+        // has nothing to tell (its waiters went with the context).
+        if (abandoned_.load(std::memory_order_relaxed)) return;
         const bool pushed = mailbox_.deregisters.bounded_push(handle);
         FAIRPOOL_ASSERT(pushed);
         this->announce(command_kind::deregister);
@@ -238,8 +241,8 @@ public:
     template <class Handler>
     void start_close(Handler&& handler, std::optional<time_point> deadline) {
         request_shutdown();
-        closing_.add(std::shared_ptr<closing_type>(this->shared_from_this(), &closing_),
-                     typename closing_type::close_handler(std::forward<Handler>(handler)), deadline);
+        closing_.add(std::shared_ptr<closing_type>(this->shared_from_this(), &closing_), std::forward<Handler>(handler),
+                     deadline);
     }
 
     // The result of a resource's creation, check, reset or retirement (resources.hpp);
@@ -261,7 +264,14 @@ public:
     // acquires are destroyed without invocation, as Asio does with its own.
     // (The registry holds a reference meanwhile, so dropping the lease tokens here,
     // which no drain will ever take again, cannot free this state under the call.)
+    // What may still come (a lease released, a handle or the pool object destroyed,
+    // docs/CONTRACT.md section 8) must not touch the context, soon freed: the actor is
+    // taken for good, so nothing drains or posts again, and on_pool_executor() no
+    // longer asks the context.
     void abandon_pending() noexcept override {
+        mailbox_.state.take_for_good();
+        io_executor_ = nullptr;
+        abandoned_.store(true, std::memory_order_relaxed);
         mailbox_.acquires.consume_all([](const acquire_command& c) { c.operation->abandon(); });
         operations_.take_all([](acquire_operation* op) { op->abandon(); });
         closing_.abandon();
@@ -379,7 +389,8 @@ private:
 
     const pool_options options_;
     executor_type executor_;
-    const boost::asio::io_context::executor_type* io_executor_;  // into executor_, if it is one
+    // Into executor_, if it is one; null once the context is gone (abandon_pending).
+    const boost::asio::io_context::executor_type* io_executor_;
     const time_point epoch_;
     drain_clock<Clock> clock_;  // the drain's reads: owned by the actor but for exact()
 
@@ -404,6 +415,7 @@ private:
     // Shared with every thread.
     admission admission_;
     std::atomic<bool> shutting_down_{false};  // request_shutdown was called
+    std::atomic<bool> abandoned_{false};      // the execution context is gone (abandon_pending)
     std::atomic<std::uint64_t> next_waiter_{1};  // odd waiter ids: cancellable acquires through the mailbox
     std::atomic<std::uint64_t> next_handle_{1};
     std::atomic<std::uint64_t> commands_fed_{0};  // written by the drain only

@@ -14,6 +14,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -68,13 +69,23 @@ boost::asio::awaitable<void> create_resource(std::shared_ptr<State> self, std::u
     self->push_slot_result(created ? core::event_kind::spawned : core::event_kind::spawn_failed, slot);
 }
 
-// A graceful close bounded by retire_grace, then the resource is dropped.
+// A graceful close bounded by retire_grace. The slot is reported retired when the close
+// returns (or throws), its resource destroyed first; or when retire_grace runs out,
+// whichever comes first. At the grace the hook is cancelled (the || operator's
+// cancellation slot), and the slot is reported retired at once, without waiting for the
+// hook to return: a hook that ignores cancellation must not keep its slot retiring (and
+// counted against max_slots) for ever. The resource, out of the slot table since the
+// retire effect, is destroyed when the hook does return, whenever that is.
 template <class State>
 boost::asio::awaitable<void> destroy_resource(std::shared_ptr<State> self, std::uint32_t slot) {
     auto& resources = self->resources();
     std::optional<typename decltype(resources.slots)::value_type::value_type> resource =
         std::move(resources.slots[slot]);
     resources.slots[slot].reset();
+    std::atomic<bool> reported{false};  // the || operator's branches may run on two threads
+    const auto report = [&] {
+        if (!reported.exchange(true, std::memory_order_acq_rel)) self->push_slot_result(core::event_kind::retired, slot);
+    };
     if (resource && resources.hooks.close) {
         using namespace boost::asio::experimental::awaitable_operators;
         typename State::timer_type grace(co_await boost::asio::this_coro::executor,
@@ -83,13 +94,17 @@ boost::asio::awaitable<void> destroy_resource(std::shared_ptr<State> self, std::
             co_await resources.hooks.close(*resource);
             co_return true;
         };
+        const auto grace_over = [&]() -> boost::asio::awaitable<void> {
+            const auto [ec] = co_await grace.async_wait(as_value);
+            if (!ec) report();  // before the || operator cancels the hook and waits for it
+        };
         try {
-            co_await (or_on_throw(close, false) || grace.async_wait(as_value));
+            co_await (or_on_throw(close, false) || grace_over());
         } catch (...) {  // the operator itself failed (out of memory): the resource is dropped now
         }
     }
     resource.reset();
-    self->push_slot_result(core::event_kind::retired, slot);
+    report();
 }
 
 // A check or reset hook on a slot's resource, bounded by `timeout`: true only if it
