@@ -162,6 +162,43 @@ def minimize_shrinks_a_planted_failure_to_a_handful():
     print(f"    keep-dead: {events} events shrunk to {len(kept)}: {' | '.join(l.strip() for l in kept)}")
 
 
+# Two stale releases before the dirty one that the planted bug mishandles: repairing
+# them into valid releases would return the slot before the dirty release, which would
+# then be stale too, and no candidate would fail.
+STALE_RELEASES = """fairpool-trace v1
+config max_slots=1
+@0 start
+@1 acquire waiter=1 handle=1
+@2 spawned slot=0
+@3 release slot=0 lease=99 outcome=clean
+@4 release slot=0 lease=98 outcome=clean
+@5 release slot=0 lease=1 outcome=dirty
+"""
+
+
+def minimize_keeps_stale_releases_stale():
+    trace = write("stale-releases.trace", STALE_RELEASES)
+    failing = run("--invariants", "--fault", "reuse-dirty", trace)
+    assert failing.returncode == 1, failing.stdout
+    small = os.path.join(scratch, "minimized-stale-releases.trace")
+    out = run("--fault", "reuse-dirty", "--minimize", small, trace)
+    assert out.returncode == 0, out.stdout + out.stderr
+    message = failing.stdout.split(": ", 1)[1].strip()
+    assert re.fullmatch(rf"{re.escape(trace)}: 6 events shrunk to 4 \(\d+ replays\), still failing with: "
+                        rf"{re.escape(message)}\nwritten to {re.escape(small)}\n", out.stdout), out.stdout
+    still = run("--invariants", "--fault", "reuse-dirty", small)
+    assert still.returncode == 1, still.stdout
+    assert still.stdout.split(": ", 1)[1].strip() == message, (still.stdout, failing.stdout)
+    assert [l for l in lines_of(small) if l.startswith("@")] == [
+        "@0 start", "@1 acquire waiter=1 handle=1", "@2 spawned slot=0", "@5 release slot=0 lease=1 outcome=dirty"]
+    # A trace that does not fail: nothing to shrink, nothing written, exit 1.
+    os.remove(small)
+    out = run("--minimize", small, trace)
+    assert out.returncode == 1 and out.stdout.strip() == (
+        f"{trace}: the trace does not fail under --invariants: nothing to minimize"), out
+    assert not os.path.exists(small)
+
+
 # ---- Segments (section 7.2): chains, gaps, minimizing from a snapshot ----------------
 
 def long_trace(seed, events):
@@ -272,6 +309,7 @@ def minimize_starts_from_a_snapshot():
 cases = [events_only_trace_prints_canonically_and_checks, changed_effect_fails_check_at_its_line,
          missing_and_extra_effects_and_errors_fail_check, unreadable_input_exits_2, stats_report_fairness,
          stats_report_checks_and_resets, minimize_shrinks_a_planted_failure_to_a_handful,
+         minimize_keeps_stale_releases_stale,
          chain_of_three_segments_replays_as_the_whole_trace, broken_chains_are_refused_with_the_line_that_breaks_them,
          gaps_are_never_replayed_across, minimize_starts_from_a_snapshot]
 failed = 0

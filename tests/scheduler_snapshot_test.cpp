@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -286,6 +287,20 @@ TEST_F(refusal, MoreIdleRecordsThanSlots) {
     expect_refused(10, "idle slot=1: more idle records than slot_capacity");
 }
 
+// Idle times (decision 5): each slot that becomes idle after a use takes the next
+// idle_seq at its idle time. Slot 1 (checking) has idle_seq=2, idle_since=4.
+TEST_F(refusal, TwoSlotsWithOneIdleSeq) {
+    auto& slot = nth<snapshot_slot>(2);
+    slot.state = slot_state::checking, slot.idle_since = 4, slot.idle_seq = 2;
+    expect_refused(index_of(nth<snapshot_handle>(0)), "two idle or checking slots have idle_seq 2");
+}
+
+TEST_F(refusal, IdleTimesOutOfIdleSeqOrder) {
+    auto& slot = nth<snapshot_slot>(2);
+    slot.state = slot_state::checking, slot.idle_since = 5, slot.idle_seq = 1;  // before slot 1, idle after it
+    expect_refused(index_of(nth<snapshot_handle>(0)), "slot 1: idle times are set in idle_seq order");
+}
+
 TEST_F(refusal, ARepeatedHandle) {
     nth<snapshot_handle>(1).id = 8;
     expect_refused(index_of(nth<snapshot_handle>(1)), "handle id=8: repeated");
@@ -371,6 +386,25 @@ TEST_F(refusal, SpawnPlanningThatWouldStartASpawn) {
 TEST_F(refusal, ABackoffWithoutFailures) {
     nth<snapshot_begin>().backoff_end = 10;
     expect_refused(0, "backoff_end is 0 exactly when spawn_failures_in_a_row is 0");
+}
+
+// A count the steps add 1 to, at 2^64-1, would wrap at its next step (lease 0, an
+// arrival below the one before it, ...).
+TEST_F(refusal, CountsThatWouldWrap) {
+    constexpr std::uint64_t last = std::numeric_limits<std::uint64_t>::max();
+    const std::vector<snapshot_record> original = valid;
+    nth<snapshot_begin>().last_lease = last;
+    expect_refused(0, "last_lease at 2^64-1 (the next lease id would wrap)");
+    valid = original, nth<snapshot_begin>().arrivals = last;
+    expect_refused(0, "arrivals at 2^64-1 (the next queued waiter would wrap it)");
+    valid = original, nth<snapshot_begin>().idle_seq = last;
+    expect_refused(0, "idle_seq at 2^64-1 (the next idle slot would wrap it)");
+    valid = original, nth<snapshot_begin>().spawn_failures_in_a_row = last, nth<snapshot_begin>().backoff_end = 500;
+    expect_refused(0, "spawn_failures_in_a_row at 2^64-1 (the next failure would wrap it)");
+    valid = original, nth<snapshot_slot>(1).uses = last;
+    expect_refused(2, "slot 1: uses at 2^64-1 without max_uses (the next grant would wrap it)");
+    c.max_uses = last;  // with max_uses a slot at it retires before another grant
+    expect_refused(2, "slot 1: max_uses reached");
 }
 
 TEST_F(refusal, StateBeforeStart) {

@@ -3,6 +3,7 @@
 // that no scheduler with the config could be in: what it accepts is a state some run
 // reaches after a step, so every rule the steps rely on holds.
 #include <algorithm>
+#include <limits>
 #include <string>
 
 #include "fairpool/core/scheduler.hpp"
@@ -18,6 +19,8 @@ constexpr std::size_t index_of = snapshot_index_of<T>();  // of T in snapshot_re
 
 constexpr nanos saturating_add(nanos a, nanos b) noexcept { return a > never - b ? never : a + b; }
 constexpr bool reached(nanos due, nanos now) noexcept { return due != never && due <= now; }
+// A count the steps add 1 to cannot be restored at its largest value: the next one would wrap.
+constexpr std::uint64_t last_count = std::numeric_limits<std::uint64_t>::max();
 
 // The fields each state uses (section 7.2); the others hold their defaults.
 struct slot_fields {
@@ -145,6 +148,21 @@ void scheduler::restore(std::span<const snapshot_record> records) {
     for (; kind_is(index_of<snapshot_slot>); ++i) restore_slot(i, std::get<snapshot_slot>(records[i]), previous_slot);
     restore_leases(i);
 
+    // Idle times, on idle and checking slots: each sets the next idle_seq (decision 5).
+    for (std::uint32_t s = 0; s < capacity_; ++s)
+        if (fields_of(slots_[s].state).idle_seq) scratch_.push_back(s);
+    std::sort(scratch_.begin(), scratch_.end(),
+              [this](std::uint32_t a, std::uint32_t b) { return slots_[a].idle_seq < slots_[b].idle_seq; });
+    for (std::size_t k = 1; k < scratch_.size(); ++k) {
+        const slot_record& earlier = slots_[scratch_[k - 1]];
+        const slot_record& later = slots_[scratch_[k]];
+        if (earlier.idle_seq == later.idle_seq)
+            refuse(i, "two idle or checking slots have idle_seq " + std::to_string(later.idle_seq));
+        if (earlier.idle_since > later.idle_since)
+            refuse(i, slot_name(scratch_[k]) + ": idle times are set in idle_seq order");
+    }
+    scratch_.clear();
+
     // The idle order.
     const std::size_t idle_first = i;
     for (; kind_is(index_of<snapshot_idle>); ++i) {
@@ -166,6 +184,8 @@ void scheduler::restore(std::span<const snapshot_record> records) {
         const std::uint32_t s = std::get<snapshot_idle>(records[k]).slot;
         if (!idle_order_.empty() && slots_[idle_order_.tail].verified_at > slots_[s].verified_at)
             refuse(k, "idle slot=" + std::to_string(s) + ": the idle order is by verification, oldest first");
+        if (!idle_order_.empty() && !by_idle_time_ && slots_[idle_order_.tail].idle_seq > slots_[s].idle_seq)
+            refuse(k, "idle slot=" + std::to_string(s) + ": without checks the idle order is by idle_seq");
         idle_links_.push_back(idle_order_, s);
         restore_idle_bookkeeping(s);
     }
@@ -247,6 +267,11 @@ void scheduler::restore_scalars(const snapshot_begin& b) {
         refuse(0, "before start every field is as constructed");
     if ((b.spawn_failures_in_a_row == 0) != (b.backoff_end == 0))
         refuse(0, "backoff_end is 0 exactly when spawn_failures_in_a_row is 0");
+    if (b.last_lease == last_count) refuse(0, "last_lease at 2^64-1 (the next lease id would wrap)");
+    if (b.arrivals == last_count) refuse(0, "arrivals at 2^64-1 (the next queued waiter would wrap it)");
+    if (b.idle_seq == last_count) refuse(0, "idle_seq at 2^64-1 (the next idle slot would wrap it)");
+    if (b.spawn_failures_in_a_row == last_count)
+        refuse(0, "spawn_failures_in_a_row at 2^64-1 (the next failure would wrap it)");
     started_ = b.started;
     shutting_down_ = b.shutting_down;
     closed_ = b.closed;
@@ -277,10 +302,14 @@ void scheduler::restore_slot(std::size_t i, const snapshot_slot& r, std::int64_t
     if (config_.max_lifetime == 0 && r.expires_at != never) refuse(i, name + ": expires_at without max_lifetime");
     if (r.granted_at > now_ || r.verified_at > now_ || r.idle_since > now_) refuse(i, name + ": a time after now");
     if (fields_of(r.state).idle_seq && r.idle_seq >= idle_seq_) refuse(i, name + ": idle_seq not below the snapshot's");
+    if (r.uses == last_count && config_.max_uses == 0)
+        refuse(i, name + ": uses at 2^64-1 without max_uses (the next grant would wrap it)");
     const bool worn = config_.max_uses > 0 && r.uses >= config_.max_uses;
     switch (r.state) {
         case slot_state::idle:
             if (r.verified_at < r.idle_since) refuse(i, name + ": verified before its idle time");
+            if (r.verified_at != r.idle_since && !by_idle_time_)
+                refuse(i, name + ": verified after its idle time without check_after_idle or keepalive_interval");
             if (worn) refuse(i, name + ": idle with max_uses reached");
             if (reached(r.expires_at, now_)) refuse(i, name + ": idle past its lifetime");
             break;

@@ -52,9 +52,11 @@ std::optional<breach> first_breach(const core::config& c, const std::vector<core
 }
 
 // Removing events from a trace leaves later ones pointing at leases and slot states
-// that no longer exist. Repair keeps a subsequence meaningful: a release names the
-// lease its slot holds now, and an event that was valid in the full trace but would
-// now be refused is dropped. Events refused in the full trace too are kept as they are.
+// that no longer exist. Repair keeps a subsequence meaningful: a release that was valid
+// in the full trace names the lease its slot holds now, and an event that was valid in
+// the full trace but would now be refused is dropped. Events refused in the full trace
+// are kept as they are (a stale release stays stale): repairing the full trace gives
+// the full trace.
 std::vector<core::event> repaired(const core::config& c, const std::vector<core::snapshot_record>& snapshot,
                                   const std::vector<core::event>& events, const std::vector<bool>& valid_in_full_trace) {
     core::scheduler s = trace::starting_scheduler(c, snapshot);
@@ -66,7 +68,8 @@ std::vector<core::event> repaired(const core::config& c, const std::vector<core:
     std::vector<core::event> kept;
     for (std::size_t i = 0; i < events.size(); ++i) {
         core::event e = events[i];
-        if (e.kind == core::event_kind::release && e.slot < capacity) e.lease = lease_of_slot[e.slot];
+        if (e.kind == core::event_kind::release && valid_in_full_trace[i] && e.slot < capacity)
+            e.lease = lease_of_slot[e.slot];
         core::scheduler trial = s;
         const core::step_result r = trial.step(e);
         if (!r.ok() && valid_in_full_trace[i]) continue;
@@ -246,11 +249,12 @@ int minimize(const chain& c, const options& o, const std::string& output_path, s
         for (std::size_t i = 0; i < events.size(); ++i) valid[i] = s.step(events[i]).ok();
     }
     // ddmin works on indices into the full trace; each candidate is repaired, then replayed.
+    bool repair = true;
     const auto candidate = [&](const std::vector<std::size_t>& indices) {
         std::vector<core::event> subset;
         std::vector<bool> subset_valid;
         for (const std::size_t i : indices) subset.push_back(events[i]), subset_valid.push_back(valid[i]);
-        return repaired(t.config, c.snapshot, subset, subset_valid);
+        return repair ? repaired(t.config, c.snapshot, subset, subset_valid) : subset;
     };
     const std::string wanted = signature(original->message);
     std::size_t runs = 0;
@@ -261,7 +265,17 @@ int minimize(const chain& c, const options& o, const std::string& output_path, s
     };
     std::vector<std::size_t> all(events.size());
     for (std::size_t i = 0; i < all.size(); ++i) all[i] = i;
+    // ddmin needs a failing start. Repair gives the full trace back as it is, so it
+    // fails; should it not, shrink without repair (the trace as it is fails). Its result
+    // is checked again before anything is written.
+    if (!fails(all)) repair = false;
     const std::vector<core::event> smallest = candidate(ddmin(all, fails));
+    const auto found = first_breach(t.config, c.snapshot, smallest, o.fault);
+    if (!found || signature(found->message) != wanted) {
+        out << c.name << ": no shrunk trace fails as the original does (" << original->message
+            << "): nothing written\n";
+        return 1;
+    }
     // One trace: the chain's config and first snapshot, the events left; no segment (it
     // is no longer a piece of the recording) and no gap.
     chain shrunk;
@@ -277,8 +291,7 @@ int minimize(const chain& c, const options& o, const std::string& output_path, s
     }
     print_canonical(shrunk, o, file);
     out << c.name << ": " << events.size() << " events shrunk to " << smallest.size() << " (" << runs
-        << " replays), still failing with: " << first_breach(t.config, c.snapshot, smallest, o.fault)->message
-        << "\n"
+        << " replays), still failing with: " << found->message << "\n"
         << "written to " << output_path << "\n";
     return 0;
 }
