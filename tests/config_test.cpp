@@ -91,6 +91,15 @@ TEST(config, slot_capacity_is_refused_below_max_slots_and_above_65535) {
     EXPECT_EQ(validate(c), std::nullopt);
 }
 
+// A slot_capacity of 0 is named as itself, not as max_concurrent_spawns, which the caller
+// left unset and which takes slot_capacity's value.
+TEST(config, a_zero_slot_capacity_is_named_as_itself) {
+    config c;
+    c.max_slots = 4;
+    c.slot_capacity = 0;
+    EXPECT_EQ(validate(c), std::optional<std::string>("slot_capacity: 0 is out of range max_slots (4)..65535"));
+}
+
 TEST(config, every_field_bound_is_checked_and_named) {
     for (const bound_case& bound : bound_cases()) {
         config good;

@@ -38,6 +38,11 @@ std::optional<std::string> validate(const config& input) {
     if (c.spawn_backoff_max < c.spawn_backoff_initial)
         return out_of_range("spawn_backoff_max", c.spawn_backoff_max,
                             "spawn_backoff_initial (" + std::to_string(c.spawn_backoff_initial) + ")..2^64-1");
+    // Before max_concurrent_spawns, whose default it is: a bad slot_capacity is named
+    // as itself, not as the unset field that took its value.
+    if (*c.slot_capacity < c.max_slots || *c.slot_capacity > max_slots_limit)
+        return out_of_range("slot_capacity", *c.slot_capacity,
+                            "max_slots (" + std::to_string(c.max_slots) + ")..65535");
     if (*c.max_concurrent_spawns < 1)
         return out_of_range("max_concurrent_spawns", *c.max_concurrent_spawns, "1..2^64-1");
     if (c.max_concurrent_checks < 1)
@@ -45,9 +50,6 @@ std::optional<std::string> validate(const config& input) {
     if (c.max_lifetime_jitter > c.max_lifetime)
         return out_of_range("max_lifetime_jitter", c.max_lifetime_jitter,
                             "0..max_lifetime (" + std::to_string(c.max_lifetime) + ")");
-    if (*c.slot_capacity < c.max_slots || *c.slot_capacity > max_slots_limit)
-        return out_of_range("slot_capacity", *c.slot_capacity,
-                            "max_slots (" + std::to_string(c.max_slots) + ")..65535");
     return std::nullopt;
 }
 
