@@ -815,6 +815,65 @@ TEST_F(adapter, a_close_that_ignores_cancellation_frees_its_slot_at_retire_grace
     EXPECT_EQ(b.lease->id(), 2);  // the replacement
 }
 
+// A factory that never answers and ignores cancellation: at create_timeout the spawn
+// has failed (the waiter still waits; the pool backs off and spawns again), and a
+// second factory call that answers serves the waiter. The first one's resource, if it
+// ever comes, is destroyed unused.
+TEST_F(adapter, a_factory_past_create_timeout_fails_the_spawn_and_its_late_resource_is_destroyed) {
+    auto log = log_;
+    auto o = options(1, 0);  // backoff 1 ms
+    o.create_timeout = std::chrono::milliseconds(50);
+    int calls = 0;
+    test_pool pool(io.get_executor(), o, [log, &calls]() -> boost::asio::awaitable<resource> {
+        if (++calls == 1) {  // answers only after 10 s, deaf to cancellation
+            manual_timer later(co_await boost::asio::this_coro::executor, std::chrono::seconds(10));
+            co_await later.async_wait(
+                boost::asio::bind_cancellation_slot(boost::asio::cancellation_slot(), boost::asio::use_awaitable));
+        }
+        co_return resource(++log->created, log);
+    });
+    outcome a;
+    pool.async_acquire(record(a));
+    settle();
+    EXPECT_EQ(calls, 1);
+    advance(50ms - 1ns);
+    EXPECT_EQ(pool.stats().spawn_failures, 0u) << "failed before create_timeout";
+    EXPECT_EQ(pool.stats().slots[static_cast<int>(core::slot_state::spawning)], 1u);
+    advance(1ns);
+    EXPECT_EQ(pool.stats().spawn_failures, 1u);
+    EXPECT_FALSE(a.done) << "a failed spawn does not reject the waiter";
+    advance(1ms);  // the backoff ends: spawned again, and this factory answers
+    EXPECT_EQ(calls, 2);
+    ASSERT_TRUE(a.done);
+    ASSERT_TRUE(a.lease);
+    EXPECT_EQ(a.lease->id(), 1);
+    advance(10s);  // the first factory answers at last
+    EXPECT_EQ(log_->created, 2);
+    EXPECT_EQ(log_->destroyed, 1) << "the late resource was not destroyed";
+    EXPECT_EQ(a.lease->id(), 1) << "the late resource replaced the one leased";
+    EXPECT_EQ(pool.stats().spawns, 2u);
+    EXPECT_EQ(pool.stats().slots[static_cast<int>(core::slot_state::leased)], 1u);
+}
+
+// A close is not held up for ever by a factory that never answers.
+TEST_F(adapter, a_close_completes_while_a_factory_never_answers) {
+    auto o = options(1, 1);
+    o.create_timeout = std::chrono::milliseconds(50);
+    test_pool pool(io.get_executor(), o, []() -> boost::asio::awaitable<resource> {
+        manual_timer never(co_await boost::asio::this_coro::executor, manual_clock::time_point::max());
+        co_await never.async_wait(boost::asio::use_awaitable);
+        co_return resource(0, nullptr);
+    });
+    settle();
+    bool closed = false;
+    pool.async_close([&](error_code ec, close_report r) { closed = !ec && r.closed; });
+    settle();
+    EXPECT_FALSE(closed);
+    advance(50ms);
+    EXPECT_TRUE(closed);
+    EXPECT_EQ(pool.stats().spawn_failures, 1u);
+}
+
 TEST_F(adapter, a_resource_whose_close_throws_is_dropped_at_once) {
     auto log = log_;
     test_pool pool(

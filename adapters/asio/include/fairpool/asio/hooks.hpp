@@ -26,8 +26,10 @@ namespace fairpool {
 
 template <class Resource>
 struct resource_hooks {
-    // Makes a resource. Throwing is a failed spawn: the pool backs off
-    // (spawn_backoff_initial, doubling to spawn_backoff_max).
+    // Makes a resource. Throwing, or taking longer than pool_options::create_timeout
+    // (it is then cancelled, and a resource it still returns is destroyed unused), is a
+    // failed spawn: the pool backs off (spawn_backoff_initial, doubling to
+    // spawn_backoff_max).
     std::function<boost::asio::awaitable<Resource>()> create{};
 
     // Closes a resource gracefully before it is dropped; after retire_grace it is

@@ -113,6 +113,7 @@ public:
     [[nodiscard]] resource_slots<Resource>& resources() noexcept { return resources_; }
     [[nodiscard]] std::chrono::nanoseconds retire_grace() const noexcept { return options_.retire_grace; }
     [[nodiscard]] std::chrono::nanoseconds check_timeout() const noexcept { return options_.check_timeout; }
+    [[nodiscard]] std::chrono::nanoseconds create_timeout() const noexcept { return options_.create_timeout; }
     [[nodiscard]] std::chrono::nanoseconds reset_timeout() const noexcept { return options_.reset_timeout; }
 
     // The flight recorder (pool::dump_recording, pool::recording_status).

@@ -54,19 +54,48 @@ boost::asio::awaitable<Result> or_on_throw(Call call, Result failed) {
 // exception per check or close would cost more than the rest of the check together.
 inline constexpr auto as_value = boost::asio::as_tuple(boost::asio::use_awaitable);
 
-// State: the pool's actor; it provides get_executor(), resources(), retire_grace(),
-// check_timeout(), reset_timeout(), timer_type, clock_type and
+// A hook's one report, from whichever of two racing branches comes first (the ||
+// operator's branches may run on two threads).
+class first_report {
+public:
+    [[nodiscard]] bool claim() noexcept { return !reported_.exchange(true, std::memory_order_acq_rel); }
+
+private:
+    std::atomic<bool> reported_{false};
+};
+
+// State: the pool's actor; it provides get_executor(), resources(), create_timeout(),
+// retire_grace(), check_timeout(), reset_timeout(), timer_type, clock_type and
 // push_slot_result(kind, slot, passed).
+//
+// A spawn bounded by create_timeout: `spawned` with the resource in its slot, or
+// `spawn_failed` when the factory throws or the timeout runs out first. At the timeout
+// the failure is reported at once (the slot may be spawned again), then the factory is
+// cancelled (the || operator's cancellation slot); a resource it still returns is
+// destroyed unused, never put in the slot.
 template <class State>
 boost::asio::awaitable<void> create_resource(std::shared_ptr<State> self, std::uint32_t slot) {
+    using namespace boost::asio::experimental::awaitable_operators;
     auto& resources = self->resources();
-    bool created = false;
+    first_report report;
+    typename State::timer_type limit(co_await boost::asio::this_coro::executor,
+                                     std::chrono::ceil<typename State::clock_type::duration>(self->create_timeout()));
+    const auto create = [&]() -> boost::asio::awaitable<bool> {
+        auto made = co_await resources.hooks.create();
+        if (!report.claim()) co_return false;  // too late: the slot failed, `made` goes here
+        resources.slots[slot].emplace(std::move(made));
+        self->push_slot_result(core::event_kind::spawned, slot);
+        co_return true;
+    };
+    const auto time_out = [&]() -> boost::asio::awaitable<void> {
+        const auto [ec] = co_await limit.async_wait(as_value);
+        if (!ec && report.claim()) self->push_slot_result(core::event_kind::spawn_failed, slot);
+    };
     try {
-        resources.slots[slot].emplace(co_await resources.hooks.create());
-        created = true;
-    } catch (...) {
+        co_await (or_on_throw(create, false) || time_out());
+    } catch (...) {  // the operator itself failed (out of memory): a failure, still reported
     }
-    self->push_slot_result(created ? core::event_kind::spawned : core::event_kind::spawn_failed, slot);
+    if (report.claim()) self->push_slot_result(core::event_kind::spawn_failed, slot);
 }
 
 // A graceful close bounded by retire_grace. The slot is reported retired when the close
@@ -82,9 +111,9 @@ boost::asio::awaitable<void> destroy_resource(std::shared_ptr<State> self, std::
     std::optional<typename decltype(resources.slots)::value_type::value_type> resource =
         std::move(resources.slots[slot]);
     resources.slots[slot].reset();
-    std::atomic<bool> reported{false};  // the || operator's branches may run on two threads
+    first_report reported;
     const auto report = [&] {
-        if (!reported.exchange(true, std::memory_order_acq_rel)) self->push_slot_result(core::event_kind::retired, slot);
+        if (reported.claim()) self->push_slot_result(core::event_kind::retired, slot);
     };
     if (resource && resources.hooks.close) {
         using namespace boost::asio::experimental::awaitable_operators;
