@@ -1241,6 +1241,11 @@ TEST_F(adapter, invalid_options_are_refused_naming_the_field) {
     EXPECT_NO_THROW(make_pool(o));
     o.mailbox_capacity = 767;
     EXPECT_EQ(validate(o).value_or(""), "mailbox_capacity: max_waiters + mailbox_capacity is 32767, above 32766");
+    o = options(2);
+    o.create_timeout = std::chrono::nanoseconds(-1);
+    EXPECT_EQ(validate(o).value_or(""), "create_timeout: must not be negative");
+    o.create_timeout = std::chrono::nanoseconds(0);  // none
+    EXPECT_FALSE(validate(o).has_value());
     o = options(0);
     try {
         make_pool(o);

@@ -60,7 +60,7 @@ std::optional<std::string> validate(const pool_options& o) {
     if (o.retire_grace.count() < 0) return std::string("retire_grace: must not be negative");
     if (o.check_timeout.count() <= 0) return std::string("check_timeout: must be positive");
     if (o.reset_timeout.count() <= 0) return std::string("reset_timeout: must be positive");
-    if (o.create_timeout.count() <= 0) return std::string("create_timeout: must be positive");
+    if (o.create_timeout.count() < 0) return std::string("create_timeout: must not be negative");
     if (o.recording)
         if (auto why = validate(*o.recording)) return "recording." + *why;
     return std::nullopt;

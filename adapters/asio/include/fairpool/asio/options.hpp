@@ -39,12 +39,15 @@ struct pool_options {
     std::chrono::nanoseconds check_timeout = std::chrono::seconds(5);
     std::chrono::nanoseconds reset_timeout = std::chrono::seconds(5);
 
-    // How long the factory (resource_hooks::create) may take. Past it the spawn has
-    // failed (spawn_failed: the pool backs off and spawns again as the scheduler plans)
-    // and the factory is cancelled through its cancellation slot; a resource it still
-    // returns is destroyed unused. So a backend that never answers cannot keep a slot
-    // spawning, or a close waiting, for ever. Must be positive.
-    std::chrono::nanoseconds create_timeout = std::chrono::seconds(30);
+    // How long the factory (resource_hooks::create) may take; 0 (the default): no bound,
+    // the factory bounds itself (a connect timeout). Past it the spawn has failed
+    // (spawn_failed: the pool backs off and spawns again as the scheduler plans) and the
+    // factory is cancelled through its cancellation slot; a resource it still returns is
+    // destroyed unused. Set it unless every factory call is bounded: a backend that never
+    // answers then cannot keep a slot spawning, or a close waiting, for ever. It costs a
+    // timer per spawn (and so a reactor on a context that has no other timer or socket).
+    // Must not be negative.
+    std::chrono::nanoseconds create_timeout{0};
 
     // The flight recorder (recorder_options.hpp), off unless set: every event the actor
     // feeds the scheduler, with its effects, in segments of trace format v2

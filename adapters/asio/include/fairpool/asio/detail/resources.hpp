@@ -68,15 +68,26 @@ private:
 // retire_grace(), check_timeout(), reset_timeout(), timer_type, clock_type and
 // push_slot_result(kind, slot, passed).
 //
-// A spawn bounded by create_timeout: `spawned` with the resource in its slot, or
-// `spawn_failed` when the factory throws or the timeout runs out first. At the timeout
-// the failure is reported at once (the slot may be spawned again), then the factory is
-// cancelled (the || operator's cancellation slot); a resource it still returns is
-// destroyed unused, never put in the slot.
+// A spawn: `spawned` with the resource in its slot, or `spawn_failed` when the factory
+// throws or, with a create_timeout (0: none), the timeout runs out first. At the
+// timeout the failure is reported at once (the slot may be spawned again), then the
+// factory is cancelled (the || operator's cancellation slot); a resource it still
+// returns is destroyed unused, never put in the slot. Without a create_timeout no timer
+// is made: a pool whose context has no other timer or socket then runs no reactor.
 template <class State>
 boost::asio::awaitable<void> create_resource(std::shared_ptr<State> self, std::uint32_t slot) {
     using namespace boost::asio::experimental::awaitable_operators;
     auto& resources = self->resources();
+    if (self->create_timeout().count() == 0) {
+        bool created = false;
+        try {
+            resources.slots[slot].emplace(co_await resources.hooks.create());
+            created = true;
+        } catch (...) {
+        }
+        self->push_slot_result(created ? core::event_kind::spawned : core::event_kind::spawn_failed, slot);
+        co_return;
+    }
     first_report report;
     typename State::timer_type limit(co_await boost::asio::this_coro::executor,
                                      std::chrono::ceil<typename State::clock_type::duration>(self->create_timeout()));
