@@ -91,6 +91,28 @@ protected:
             });
     }
 
+    // A warm one-slot pool (min_slots 1, retire_grace 100 ms) whose close hook is `close`.
+    template <class Close>
+    std::unique_ptr<test_pool> one_slot_closing_with(Close close) {
+        auto log = log_;
+        auto pool = std::make_unique<test_pool>(
+            io.get_executor(), options(1, 1),
+            [log]() -> boost::asio::awaitable<resource> { co_return resource(++log->created, log); }, std::move(close));
+        settle();
+        return pool;
+    }
+
+    // Leases the pool's one idle slot and gives it back dirty: its resource retires.
+    void retire_one_dirty(test_pool& pool) {
+        outcome a;
+        pool.async_acquire(record(a));
+        settle();
+        ASSERT_TRUE(a.lease);
+        a.lease.mark_dirty();
+        a.lease.release();
+        settle();
+    }
+
     // A warm pool of `slots` (all spawned) whose admission takes at most two outstanding
     // acquires: L = max_waiters 1 + mailbox_capacity 1.
     std::unique_ptr<test_pool> pool_admitting_two(std::uint64_t slots) {

@@ -473,13 +473,7 @@ TEST_F(health, a_setting_whose_hook_is_missing_is_refused_naming_it) {
 TEST_F(health, the_create_and_close_constructor_is_the_hooks_one_without_check_and_reset) {
     auto pool = make_pool(options(1, 1));  // the fixture's: create and close
     settle();
-    outcome a;
-    pool->async_acquire(record(a));
-    settle();
-    ASSERT_TRUE(a.lease);
-    a.lease.mark_dirty();
-    a.lease.release();
-    settle();
+    retire_one_dirty(*pool);
     EXPECT_EQ(log_->closed, 1);
     EXPECT_EQ(log_->created, 2);
 }

@@ -743,23 +743,13 @@ TEST_F(adapter, the_published_counters_equal_the_cores_after_every_drain) {
 
 TEST_F(adapter, a_resource_whose_close_hangs_is_dropped_after_retire_grace) {
     auto log = log_;
-    auto o = options(1, 1);  // retire_grace: 100 ms
-    test_pool pool(
-        io.get_executor(), o,
-        [log]() -> boost::asio::awaitable<resource> { co_return resource(++log->created, log); },
-        [log](resource&) -> boost::asio::awaitable<void> {
-            ++log->closed;
-            manual_timer never(co_await boost::asio::this_coro::executor, manual_clock::time_point::max());
-            co_await never.async_wait(boost::asio::use_awaitable);
-        });
-    settle();
-    outcome a;
-    pool.async_acquire(record(a));
-    settle();
-    ASSERT_TRUE(a.lease);
-    a.lease.mark_dirty();
-    a.lease.release();
-    settle();
+    auto pool_owner = one_slot_closing_with([log](resource&) -> boost::asio::awaitable<void> {
+        ++log->closed;
+        manual_timer never(co_await boost::asio::this_coro::executor, manual_clock::time_point::max());
+        co_await never.async_wait(boost::asio::use_awaitable);
+    });
+    test_pool& pool = *pool_owner;
+    retire_one_dirty(pool);
     EXPECT_EQ(log_->closed, 1);  // its close has begun, and hangs
     EXPECT_EQ(log_->destroyed, 0);
     EXPECT_EQ(pool.stats().slots[static_cast<int>(core::slot_state::retiring)], 1u);
@@ -778,24 +768,14 @@ TEST_F(adapter, a_resource_whose_close_hangs_is_dropped_after_retire_grace) {
 // which the hook still uses, is destroyed only when the hook returns.
 TEST_F(adapter, a_close_that_ignores_cancellation_frees_its_slot_at_retire_grace) {
     auto log = log_;
-    auto o = options(1, 1);  // retire_grace: 100 ms
-    test_pool pool(
-        io.get_executor(), o,
-        [log]() -> boost::asio::awaitable<resource> { co_return resource(++log->created, log); },
-        [log](resource&) -> boost::asio::awaitable<void> {
-            ++log->closed;
-            manual_timer later(co_await boost::asio::this_coro::executor, std::chrono::seconds(10));
-            co_await later.async_wait(
-                boost::asio::bind_cancellation_slot(boost::asio::cancellation_slot(), boost::asio::use_awaitable));
-        });
-    settle();
-    outcome a;
-    pool.async_acquire(record(a));
-    settle();
-    ASSERT_TRUE(a.lease);
-    a.lease.mark_dirty();
-    a.lease.release();
-    settle();
+    auto pool_owner = one_slot_closing_with([log](resource&) -> boost::asio::awaitable<void> {
+        ++log->closed;
+        manual_timer later(co_await boost::asio::this_coro::executor, std::chrono::seconds(10));
+        co_await later.async_wait(
+            boost::asio::bind_cancellation_slot(boost::asio::cancellation_slot(), boost::asio::use_awaitable));
+    });
+    test_pool& pool = *pool_owner;
+    retire_one_dirty(pool);
     EXPECT_EQ(log_->closed, 1);
     EXPECT_EQ(pool.stats().slots[static_cast<int>(core::slot_state::retiring)], 1u);
     advance(100ms - 1ns);
@@ -876,22 +856,13 @@ TEST_F(adapter, a_close_completes_while_a_factory_never_answers) {
 
 TEST_F(adapter, a_resource_whose_close_throws_is_dropped_at_once) {
     auto log = log_;
-    test_pool pool(
-        io.get_executor(), options(1, 1),
-        [log]() -> boost::asio::awaitable<resource> { co_return resource(++log->created, log); },
-        [log](resource&) -> boost::asio::awaitable<void> {
-            ++log->closed;
-            throw std::runtime_error("close failed");
-            co_return;
-        });
-    settle();
-    outcome a;
-    pool.async_acquire(record(a));
-    settle();
-    ASSERT_TRUE(a.lease);
-    a.lease.mark_dirty();
-    a.lease.release();
-    settle();  // no time passes: not held until retire_grace
+    auto pool_owner = one_slot_closing_with([log](resource&) -> boost::asio::awaitable<void> {
+        ++log->closed;
+        throw std::runtime_error("close failed");
+        co_return;
+    });
+    test_pool& pool = *pool_owner;
+    retire_one_dirty(pool);  // no time passes: not held until retire_grace
     EXPECT_EQ(log_->closed, 1);
     EXPECT_EQ(log_->destroyed, 1);
     EXPECT_EQ(pool.stats().slots[static_cast<int>(core::slot_state::retiring)], 0u);
