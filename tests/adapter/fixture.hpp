@@ -113,16 +113,21 @@ protected:
         settle();
     }
 
-    // A warm pool of `slots` (all spawned) whose admission takes at most two outstanding
-    // acquires: L = max_waiters 1 + mailbox_capacity 1.
-    std::unique_ptr<test_pool> pool_admitting_two(std::uint64_t slots) {
+    // A warm pool of `slots` (all spawned) with room for `max_waiters` queued waiters and
+    // `mailbox_capacity` commands in the mailbox.
+    std::unique_ptr<test_pool> warm_pool(std::uint64_t slots, std::uint64_t max_waiters,
+                                         std::uint32_t mailbox_capacity) {
         auto o = options(slots, slots);
-        o.scheduler.max_waiters = 1;
-        o.mailbox_capacity = 1;
+        o.scheduler.max_waiters = max_waiters;
+        o.mailbox_capacity = mailbox_capacity;
         auto pool = make_pool(o);
         settle();
         return pool;
     }
+
+    // A warm pool whose admission takes at most two outstanding acquires: L =
+    // max_waiters 1 + mailbox_capacity 1.
+    std::unique_ptr<test_pool> pool_admitting_two(std::uint64_t slots) { return warm_pool(slots, 1, 1); }
 
     // A warm one-slot pool whose slot is leased to `holder`: the next acquire queues.
     std::unique_ptr<test_pool> one_slot_held(outcome& holder) {

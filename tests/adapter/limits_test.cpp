@@ -266,57 +266,47 @@ TEST_F(adapter, a_config_deadline_past_the_clocks_range_arms_no_busy_timer) {
     poll_bounded(io, 100);
 }
 
-// T5. A deferred close holds the pool's state, not a pointer to it: launched after the
-// pool object is gone, it completes once, without error (nothing was leased: the pool
-// closed), and the state goes once it has. Here it is launched at once, while the
-// shutdown's posted drain still holds the state.
-TEST_F(adapter, a_deferred_close_outlives_its_pool_object) {
-    auto pool = make_pool(options(1, 1));
-    settle();
-    const std::weak_ptr<const void> state = pool->lifetime();
-    int completions = 0;
-    error_code got;
-    close_report report;
-    {
-        auto close_op = pool->async_close(boost::asio::deferred);
-        pool.reset();
-        std::move(close_op)([&](error_code ec, close_report r) {
-            ++completions;
-            got = ec;
-            report = r;
-        });
-    }  // the deferred operation goes (it may keep its arguments until then, as a deferred acquire does)
-    settle();
-    EXPECT_EQ(completions, 1);
-    EXPECT_FALSE(got);
-    EXPECT_TRUE(report.closed);
-    EXPECT_TRUE(state.expired());
+class deferred_close_adapter : public adapter {
+protected:
+    // T5: a deferred close of a warm one-slot pool, launched after the pool object is gone
+    // (and, if `run_first`, after the io_context ran its shutdown and close); then settled.
+    // It must complete once, without error (nothing was leased: the pool closed), and the
+    // pool's state must go once it has.
+    void expect_a_deferred_close_completes_after_its_pool(bool run_first) {
+        auto pool = make_pool(options(1, 1));
+        settle();
+        const std::weak_ptr<const void> state = pool->lifetime();
+        int completions = 0;
+        error_code got;
+        close_report report;
+        {
+            auto close_op = pool->async_close(boost::asio::deferred);
+            pool.reset();
+            if (run_first) settle();  // shut down and closed
+            std::move(close_op)([&](error_code ec, close_report r) {
+                ++completions;
+                got = ec;
+                report = r;
+            });
+        }  // the deferred operation goes (it may keep its arguments until then, as a deferred acquire does)
+        settle();
+        EXPECT_EQ(completions, 1);
+        EXPECT_FALSE(got);
+        EXPECT_TRUE(report.closed);
+        EXPECT_TRUE(state.expired());
+    }
+};
+
+// T5. A deferred close holds the pool's state, not a pointer to it. Here it is launched
+// at once, while the shutdown's posted drain still holds the state.
+TEST_F(deferred_close_adapter, a_deferred_close_outlives_its_pool_object) {
+    expect_a_deferred_close_completes_after_its_pool(false);
 }
 
 // T5, the use-after-free: the same, with the pool shut down and closed (its io_context
 // run: nothing else holds the state) before the close is launched.
-TEST_F(adapter, a_deferred_close_launched_after_its_pool_shut_down_completes) {
-    auto pool = make_pool(options(1, 1));
-    settle();
-    const std::weak_ptr<const void> state = pool->lifetime();
-    int completions = 0;
-    error_code got;
-    close_report report;
-    {
-        auto close_op = pool->async_close(boost::asio::deferred);
-        pool.reset();
-        settle();  // shut down and closed
-        std::move(close_op)([&](error_code ec, close_report r) {
-            ++completions;
-            got = ec;
-            report = r;
-        });
-    }
-    settle();
-    EXPECT_EQ(completions, 1);
-    EXPECT_FALSE(got);
-    EXPECT_TRUE(report.closed);
-    EXPECT_TRUE(state.expired());
+TEST_F(deferred_close_adapter, a_deferred_close_launched_after_its_pool_shut_down_completes) {
+    expect_a_deferred_close_completes_after_its_pool(true);
 }
 
 // An allocator that always fails, as a bounded arena that is full.
@@ -367,71 +357,83 @@ TEST_F(adapter, an_acquire_whose_operation_cannot_be_allocated_leaves_admission_
     settle();
 }
 
-// T7. Every acquire pushed before a close is fed before the shutdown, even when there
-// are more of them than one drain's budget (1024): 1500 acquires, then async_close, off
-// the executor, on 1100 idle slots. The first 1100 are granted (their leases kept), and
-// only the last 400, queued when the shutdown comes, are rejected closed; none is
-// rejected closed while a slot was idle. The close completes once the leases are back.
-TEST_F(adapter, acquires_pushed_before_a_close_are_fed_before_the_shutdown) {
-    constexpr std::size_t slots = 1100;
-    constexpr std::size_t total = 1500;
-    auto o = options(slots, slots);
-    o.scheduler.max_waiters = 2000;
-    o.mailbox_capacity = 2000;
-    auto pool = make_pool(o);
-    settle();
-    ASSERT_EQ(pool->stats().slots[static_cast<int>(core::slot_state::idle)], slots);
+// T7 and T7c: 1100 warm slots, more than a posted drain's budget (1024), with room
+// for 2000 waiters and 2000 mailbox commands; acquires pushed off the executor, then
+// async_close.
+class closing_adapter : public adapter {
+protected:
+    static constexpr std::size_t slots = 1100;
 
-    std::vector<outcome> got(total);
-    for (auto& g : got) pool->async_acquire(record(g));
-    bool closed = false;
-    int close_completions = 0;
-    pool->async_close([&](error_code ec, close_report r) {
-        ++close_completions;
-        closed = !ec && r.closed;
-    });
-    settle();
+    struct run {
+        std::vector<outcome> got;
+        int close_completions = 0;
+        bool closed = false;
+        std::size_t granted = 0;
+        std::size_t rejected_closed = 0;
+        std::size_t first_closed = 0;  // the first acquire rejected closed (got.size(): none)
+        std::size_t last_granted = 0;
+    };
 
-    std::size_t granted = 0;
-    std::size_t rejected_closed = 0;
-    std::size_t first_closed = total;
-    std::size_t last_granted = 0;
-    for (std::size_t i = 0; i < total; ++i) {
-        EXPECT_EQ(got[i].completions, 1) << "acquire " << i;
-        if (!got[i].ec && got[i].lease) {
-            ++granted;
-            last_granted = i;
-        } else if (got[i].ec == make_error_code(error::closed)) {
-            ++rejected_closed;
-            first_closed = std::min(first_closed, i);
+    std::unique_ptr<test_pool> make_big_pool() { return warm_pool(slots, 2000, 2000); }
+
+    // `n` acquires, then async_close; settled, and each acquire's one outcome tallied.
+    void acquire_then_close(test_pool& pool, std::size_t n, run& r) {
+        r.got.resize(n);
+        for (auto& g : r.got) pool.async_acquire(record(g));
+        pool.async_close([&r](error_code ec, close_report report) {
+            ++r.close_completions;
+            r.closed = !ec && report.closed;
+        });
+        settle();
+        r.first_closed = n;
+        for (std::size_t i = 0; i < n; ++i) {
+            EXPECT_EQ(r.got[i].completions, 1) << "acquire " << i;
+            if (!r.got[i].ec && r.got[i].lease) {
+                ++r.granted;
+                r.last_granted = i;
+            } else if (r.got[i].ec == make_error_code(error::closed)) {
+                ++r.rejected_closed;
+                r.first_closed = std::min(r.first_closed, i);
+            }
         }
     }
-    EXPECT_EQ(granted, slots);
-    EXPECT_EQ(rejected_closed, total - slots);
-    EXPECT_EQ(last_granted, slots - 1);
-    EXPECT_EQ(first_closed, slots) << "an acquire was rejected closed while a slot was idle";
-    EXPECT_EQ(close_completions, 0);  // leases are out
 
-    for (auto& g : got) g.lease.release();
-    settle();
-    EXPECT_EQ(close_completions, 1);
-    EXPECT_TRUE(closed);
+    // The close waits for the leases out, and completes once they are back.
+    void release_all_then_closed(run& r) {
+        EXPECT_EQ(r.close_completions, 0);  // leases are out
+        for (auto& g : r.got) g.lease.release();
+        settle();
+        EXPECT_EQ(r.close_completions, 1);
+        EXPECT_TRUE(r.closed);
+    }
+};
+
+// T7. Every acquire pushed before a close is fed before the shutdown, even when there
+// are more of them than one drain's budget: 1500 acquires, then async_close, on 1100
+// idle slots. The first 1100 are granted (their leases kept), and only the last 400,
+// queued when the shutdown comes, are rejected closed; none is rejected closed while a
+// slot was idle. The close completes once the leases are back.
+TEST_F(closing_adapter, acquires_pushed_before_a_close_are_fed_before_the_shutdown) {
+    constexpr std::size_t total = 1500;
+    auto pool = make_big_pool();
+    ASSERT_EQ(pool->stats().slots[static_cast<int>(core::slot_state::idle)], slots);
+    run r;
+    acquire_then_close(*pool, total, r);
+    EXPECT_EQ(r.granted, slots);
+    EXPECT_EQ(r.rejected_closed, total - slots);
+    EXPECT_EQ(r.last_granted, slots - 1);
+    EXPECT_EQ(r.first_closed, slots) << "an acquire was rejected closed while a slot was idle";
+    release_all_then_closed(r);
 }
 
 // T7c. The same rule for slot events: releases pushed before the acquires and the close
-// are fed before the shutdown, even past a drain's budget. 1100 slots, all leased;
-// off the executor, the 1100 leases are released (1100 slot events, more than a
-// posted drain's budget of 1024), then 1100 acquires are started, then async_close.
-// Every acquire finds a slot released before it was pushed: all 1100 are granted,
-// none is queued and then rejected closed because the shutdown overtook the last 76
-// releases.
-TEST_F(adapter, releases_pushed_before_a_close_are_fed_before_the_shutdown) {
-    constexpr std::size_t slots = 1100;
-    auto o = options(slots, slots);
-    o.scheduler.max_waiters = 2000;
-    o.mailbox_capacity = 2000;
-    auto pool = make_pool(o);
-    settle();
+// are fed before the shutdown, even past a drain's budget. All 1100 slots leased; off
+// the executor, the 1100 leases are released (1100 slot events, more than a posted
+// drain's budget of 1024), then 1100 acquires are started, then async_close. Every
+// acquire finds a slot released before it was pushed: all 1100 are granted, none is
+// queued and then rejected closed because the shutdown overtook the last 76 releases.
+TEST_F(closing_adapter, releases_pushed_before_a_close_are_fed_before_the_shutdown) {
+    auto pool = make_big_pool();
     std::vector<outcome> first(slots);
     for (auto& f : first) pool->async_acquire(record(f));
     settle();
@@ -439,31 +441,11 @@ TEST_F(adapter, releases_pushed_before_a_close_are_fed_before_the_shutdown) {
     ASSERT_EQ(pool->stats().slots[static_cast<int>(core::slot_state::leased)], slots);
 
     for (auto& f : first) f.lease.release();  // off the executor: 1100 slot events pushed
-    std::vector<outcome> got(slots);
-    for (auto& g : got) pool->async_acquire(record(g));
-    bool closed = false;
-    int close_completions = 0;
-    pool->async_close([&](error_code ec, close_report r) {
-        ++close_completions;
-        closed = !ec && r.closed;
-    });
-    settle();
-
-    std::size_t granted = 0;
-    std::size_t rejected_closed = 0;
-    for (std::size_t i = 0; i < slots; ++i) {
-        EXPECT_EQ(got[i].completions, 1) << "acquire " << i;
-        if (!got[i].ec && got[i].lease) ++granted;
-        else if (got[i].ec == make_error_code(error::closed)) ++rejected_closed;
-    }
-    EXPECT_EQ(granted, slots);
-    EXPECT_EQ(rejected_closed, 0u) << "the shutdown overtook releases pushed before it";
-    EXPECT_EQ(close_completions, 0);  // leases are out
-
-    for (auto& g : got) g.lease.release();
-    settle();
-    EXPECT_EQ(close_completions, 1);
-    EXPECT_TRUE(closed);
+    run r;
+    acquire_then_close(*pool, slots, r);
+    EXPECT_EQ(r.granted, slots);
+    EXPECT_EQ(r.rejected_closed, 0u) << "the shutdown overtook releases pushed before it";
+    release_all_then_closed(r);
 }
 
 // T7b. The other side of T7: a shutdown waits only for the commands pushed before it,

@@ -78,19 +78,7 @@ template <class State>
 boost::asio::awaitable<void> create_resource(std::shared_ptr<State> self, std::uint32_t slot) {
     using namespace boost::asio::experimental::awaitable_operators;
     auto& resources = self->resources();
-    if (self->create_timeout().count() == 0) {
-        bool created = false;
-        try {
-            resources.slots[slot].emplace(co_await resources.hooks.create());
-            created = true;
-        } catch (...) {
-        }
-        self->push_slot_result(created ? core::event_kind::spawned : core::event_kind::spawn_failed, slot);
-        co_return;
-    }
     first_report report;
-    typename State::timer_type limit(co_await boost::asio::this_coro::executor,
-                                     std::chrono::ceil<typename State::clock_type::duration>(self->create_timeout()));
     const auto create = [&]() -> boost::asio::awaitable<bool> {
         auto made = co_await resources.hooks.create();
         if (!report.claim()) co_return false;  // too late: the slot failed, `made` goes here
@@ -98,12 +86,19 @@ boost::asio::awaitable<void> create_resource(std::shared_ptr<State> self, std::u
         self->push_slot_result(core::event_kind::spawned, slot);
         co_return true;
     };
-    const auto time_out = [&]() -> boost::asio::awaitable<void> {
-        const auto [ec] = co_await limit.async_wait(as_value);
-        if (!ec && report.claim()) self->push_slot_result(core::event_kind::spawn_failed, slot);
-    };
     try {
-        co_await (or_on_throw(create, false) || time_out());
+        if (self->create_timeout().count() == 0) {
+            co_await or_on_throw(create, false);
+        } else {
+            typename State::timer_type limit(
+                co_await boost::asio::this_coro::executor,
+                std::chrono::ceil<typename State::clock_type::duration>(self->create_timeout()));
+            const auto time_out = [&]() -> boost::asio::awaitable<void> {
+                const auto [ec] = co_await limit.async_wait(as_value);
+                if (!ec && report.claim()) self->push_slot_result(core::event_kind::spawn_failed, slot);
+            };
+            co_await (or_on_throw(create, false) || time_out());
+        }
     } catch (...) {  // the operator itself failed (out of memory): a failure, still reported
     }
     if (report.claim()) self->push_slot_result(core::event_kind::spawn_failed, slot);
