@@ -12,6 +12,7 @@
 #include <boost/asio/detached.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/strand.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <atomic>
@@ -54,8 +55,7 @@ boost::asio::awaitable<Result> or_on_throw(Call call, Result failed) {
 // exception per check or close would cost more than the rest of the check together.
 inline constexpr auto as_value = boost::asio::as_tuple(boost::asio::use_awaitable);
 
-// A hook's one report, from whichever of two racing branches comes first (the ||
-// operator's branches may run on two threads).
+// A hook's one report, from whichever of two racing branches comes first.
 class first_report {
 public:
     [[nodiscard]] bool claim() noexcept { return !reported_.exchange(true, std::memory_order_acq_rel); }
@@ -178,15 +178,19 @@ boost::asio::awaitable<void> reset_resource(std::shared_ptr<State> self, std::ui
     self->push_slot_result(core::event_kind::reset_done, slot, ok);
 }
 
-// Starts a coroutine on the pool's executor from a posted handler: co_spawn may run a
-// coroutine's first step inline, and no user hook may ever run inside the drain that
-// asked for it.
+// Starts a coroutine from a posted handler: co_spawn may run a coroutine's first step
+// inline, and no user hook may ever run inside the drain that asked for it. Each
+// coroutine runs on a strand of its own over the pool's executor: the || operator's
+// branches (the hook, its timer) must never run on two threads at once, since a branch
+// that completes cancels the other through Asio's cancellation slots, which are not
+// thread-safe (on a context run by several threads, a hook finishing as its timeout
+// fired freed what the other thread was cancelling).
 template <class State, class Coroutine>
 void start_outside_actor(std::shared_ptr<State> self, std::uint32_t slot, Coroutine coroutine) {
     auto ex = self->get_executor();
     boost::asio::post(ex, [self = std::move(self), slot, coroutine]() mutable {
-        auto executor = self->get_executor();
-        boost::asio::co_spawn(executor, coroutine(std::move(self), slot), boost::asio::detached);
+        auto serial = boost::asio::make_strand(self->get_executor());
+        boost::asio::co_spawn(serial, coroutine(std::move(self), slot), boost::asio::detached);
     });
 }
 
