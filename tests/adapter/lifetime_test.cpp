@@ -3,7 +3,9 @@
 // forced with explicit hand-offs between threads.
 #include <gtest/gtest.h>
 
+#include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/bind_executor.hpp>
+#include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/deferred.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
@@ -301,6 +303,70 @@ TEST(adapter_lifetime, a_lease_handle_and_pool_outliving_their_io_context_touch_
     p.reset();
     EXPECT_TRUE(state.expired()) << "the pool's state outlived everything";
     EXPECT_TRUE(resource.expired()) << "the resource outlived the pool's state";
+}
+
+// The same with a queued acquire bounded by a timeout, so that the pool's deadline
+// timer is armed when the context goes: the timer must go with the context's shutdown,
+// while its service exists, not with the state afterwards (a heap-use-after-free in the
+// timer service under ASan, before abandon_pending dropped it).
+TEST(adapter_lifetime, a_pool_whose_deadline_timer_is_armed_outliving_its_io_context_touches_nothing_of_it) {
+    std::weak_ptr<const void> state;
+    auto io = std::make_unique<boost::asio::io_context>();
+    auto p = make_int_pool(*io);
+    state = p->lifetime();
+    lease<int> held;
+    p->async_acquire([&held](error_code ec, lease<int> l) {
+        ASSERT_FALSE(ec);
+        held = std::move(l);
+    });
+    settle(*io);
+    ASSERT_TRUE(held);
+    bool completed = false;
+    p->async_acquire(std::chrono::hours(1), [&completed](error_code, lease<int>) { completed = true; });  // queued
+    settle(*io);
+    io.reset();  // the timer is armed for the queued acquire's deadline
+    EXPECT_FALSE(completed);
+    held.release();
+    p.reset();
+    EXPECT_TRUE(state.expired()) << "the pool's state outlived everything";
+}
+
+// An acquire whose operation is destroyed without its handler being invoked (its
+// handler's context destroyed with the grant in it; the pool's context shut down with
+// the acquire queued) clears the cancellation slot it installed: a cancellation emitted
+// later must find no handler: the handler's pointer to the pool's state may dangle by
+// then (emitting spun on the freed mailbox before the fix), and its cancel would use up
+// room in the cancels queue that only an outstanding acquire may take.
+TEST(adapter_lifetime, an_acquire_destroyed_unrun_clears_its_cancellation_slot) {
+    boost::asio::cancellation_signal undelivered;
+    boost::asio::cancellation_signal abandoned;
+    {
+        boost::asio::io_context io;
+        auto p = make_int_pool(io);
+        settle(io);
+        {
+            boost::asio::io_context other;  // never run
+            p->async_acquire(boost::asio::bind_cancellation_slot(
+                undelivered.slot(), boost::asio::bind_executor(other, [](error_code, lease<int>) {})));
+            settle(io);  // granted: the delivery waits in `other`
+            ASSERT_EQ(p->stats().slots[static_cast<int>(core::slot_state::leased)], 1u);
+        }  // `other` destroyed with the delivery in it
+        EXPECT_FALSE(undelivered.slot().has_handler()) << "an undelivered grant left its cancellation handler";
+        settle(io);  // the slot is back
+        lease<int> held;
+        p->async_acquire([&held](error_code ec, lease<int> l) {
+            ASSERT_FALSE(ec);
+            held = std::move(l);
+        });
+        settle(io);
+        ASSERT_TRUE(held);
+        p->async_acquire(boost::asio::bind_cancellation_slot(abandoned.slot(), [](error_code, lease<int>) {}));
+        settle(io);  // queued behind the held lease
+        ASSERT_TRUE(abandoned.slot().has_handler());
+        held.release();
+        p.reset();
+    }  // io_context destroyed with the acquire queued
+    EXPECT_FALSE(abandoned.slot().has_handler()) << "an acquire abandoned at shutdown left its cancellation handler";
 }
 
 }  // namespace

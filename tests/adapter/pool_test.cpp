@@ -444,13 +444,47 @@ TEST_F(adapter, a_waiting_close_keeps_its_handler_context_and_the_pool_context_r
     EXPECT_FALSE(other.stopped()) << "the close handler's context ran out of work while it waits";
     EXPECT_FALSE(closed);
     holder.lease.release();
-    settle();
-    other.restart();
-    other.poll();
+    // Step by step: between the close's completion leaving the pool and its handler
+    // reaching `other`, `other` must still have work (it had none once the completion
+    // was posted to the pool's executor, before that handler dispatched it on).
+    for (int steps = 0; !closed && steps < 100; ++steps) {
+        io.restart();
+        io.run_one();
+        other.restart();
+        other.poll();
+        if (!closed) {
+            ASSERT_FALSE(other.stopped()) << "the close handler's context ran out of work before it ran";
+        }
+    }
     EXPECT_TRUE(closed);
     EXPECT_TRUE(other.stopped()) << "the close's work outlived its completion";
     settle();
     EXPECT_TRUE(io.stopped()) << "the close's work on the pool's context outlived its completion";
+}
+
+// A close asked for once the pool has closed completes at once, and is outstanding work
+// on its handler's executor until its handler has run there.
+TEST_F(adapter, a_close_after_the_pool_closed_keeps_its_handler_context_running_until_it_ran) {
+    auto pool = make_pool(options(1, 1));
+    settle();
+    bool first = false;
+    pool->async_close([&](error_code ec, close_report r) { first = !ec && r.closed; });
+    settle();
+    ASSERT_TRUE(first);
+    boost::asio::io_context other;
+    bool closed = false;
+    pool->async_close(boost::asio::bind_executor(other, [&](error_code ec, close_report r) { closed = !ec && r.closed; }));
+    for (int steps = 0; !closed && steps < 100; ++steps) {
+        other.restart();
+        other.poll();
+        if (!closed) {
+            ASSERT_FALSE(other.stopped()) << "the close handler's context ran out of work before it ran";
+        }
+        io.restart();
+        io.run_one();
+    }
+    EXPECT_TRUE(closed);
+    EXPECT_TRUE(other.stopped()) << "the close's work outlived its completion";
 }
 
 TEST_F(adapter, close_with_a_deadline_while_a_lease_is_out_times_out_then_closes) {

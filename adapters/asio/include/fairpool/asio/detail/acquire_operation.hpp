@@ -256,15 +256,21 @@ private:
     }
 
     // A delivery destroyed without running (out of line: every delivery's moved-from
-    // copy is destroyed on the round trip's path).
+    // copy is destroyed on the round trip's path). Like every way out of an operation,
+    // it clears the handler's cancellation slot: a cancellation emitted later must not
+    // reach a pool state that may be gone.
     [[gnu::noinline]] void drop_delivery() noexcept {
+        boost::asio::get_associated_cancellation_slot(handler_).clear();
         const outcome out = outcome_;
         std::shared_ptr<State> state = free_delivered(handler_allocator());
         if (!out.ec) state->release(out.slot, out.lease, core::release_outcome::clean, state);
     }
 
     // Frees the operation and its handler without invoking it.
-    void finish_without_upcall() noexcept { free_delivered(handler_allocator()); }
+    void finish_without_upcall() noexcept {
+        boost::asio::get_associated_cancellation_slot(handler_).clear();
+        free_delivered(handler_allocator());
+    }
 
     [[nodiscard]] allocator_type handler_allocator() const noexcept {
         return boost::asio::get_associated_allocator(handler_, boost::asio::recycling_allocator<void>());

@@ -41,12 +41,13 @@ public:
     template <class Handler>
     void add(const std::weak_ptr<closing>& self, Handler&& handler, std::optional<time_point> deadline) {
         auto handler_executor = boost::asio::get_associated_executor(handler, executor_);
+        using work_type = outstanding_work<decltype(handler_executor)>;
         std::unique_lock lock(mutex_);
         if (closed_) {
             lock.unlock();
-            return deliver(close_handler(std::forward<Handler>(handler)), {});
+            return deliver(close_handler(std::forward<Handler>(handler)), {},
+                           std::make_shared<work_type>(executor_, handler_executor));
         }
-        using work_type = outstanding_work<decltype(handler_executor)>;
         waiter& w = waiters_.emplace_back(waiter{++last_id_, close_handler(std::forward<Handler>(handler)), nullptr,
                                                  std::make_shared<work_type>(executor_, handler_executor)});
         if (!deadline) return;
@@ -65,7 +66,7 @@ public:
             closed_ = true;
             done.swap(waiters_);
         }
-        for (waiter& w : done) deliver(std::move(w.handler), {});
+        for (waiter& w : done) deliver(std::move(w.handler), {}, std::move(w.work));
     }
 
     // The execution context is shutting down: waiters are destroyed without invocation.
@@ -88,7 +89,7 @@ private:
         std::uint64_t id;
         close_handler handler;
         std::unique_ptr<timer_type> deadline;
-        std::shared_ptr<void> work;  // an outstanding_work, let go after the completion is posted
+        std::shared_ptr<void> work;  // an outstanding_work, let go once the handler is on its executor
     };
 
     void expire(std::uint64_t id) {
@@ -98,12 +99,15 @@ private:
             std::list<waiter> done;
             done.splice(done.begin(), waiters_, it);
             lock.unlock();
-            return deliver(std::move(done.front().handler), make_error_code(error::timed_out));
+            waiter& w = done.front();
+            return deliver(std::move(w.handler), make_error_code(error::timed_out), std::move(w.work));
         }
     }
 
-    // Out of the caller first, then onto the handler's own executor.
-    void deliver(close_handler h, boost::system::error_code ec) {
+    // Out of the caller first, then onto the handler's own executor; `work` (on both
+    // executors) is held until the handler is there, so neither context's run() returns
+    // in between.
+    void deliver(close_handler h, boost::system::error_code ec, std::shared_ptr<void> work) {
         const core::stats s = stats_.read();
         close_report report;
         report.closed = !ec;
@@ -113,8 +117,9 @@ private:
         report.slots_retiring = s.slots[static_cast<int>(core::slot_state::retiring)];
         report.slots_checking = s.slots[static_cast<int>(core::slot_state::checking)];
         report.slots_resetting = s.slots[static_cast<int>(core::slot_state::resetting)];
-        boost::asio::post(executor_, [h = std::move(h), ec, report]() mutable {
+        boost::asio::post(executor_, [h = std::move(h), ec, report, work = std::move(work)]() mutable {
             boost::asio::dispatch(boost::asio::append(std::move(h), ec, report));
+            work.reset();  // the handler is on its executor now (dispatch posted it, or ran it)
         });
     }
 

@@ -72,6 +72,9 @@ public:
         return reached;
     }
 
+    // The execution context shuts down: the timer goes now, while its service exists.
+    void abandon() noexcept { timer_.reset(); armed_.reset(); }
+
 private:
     typename timer_type::executor_type executor_;
     const time_point epoch_;

@@ -268,7 +268,8 @@ public:
     // What may still come (a lease released, a handle or the pool object destroyed,
     // docs/CONTRACT.md section 8) must not touch the context, soon freed: the actor is
     // taken for good, so nothing drains or posts again, and on_pool_executor() no
-    // longer asks the context.
+    // longer asks the context; the deadline timer goes now, while its service exists.
+    // A pending acquire's cancellation slot is cleared as it goes (acquire_operation.hpp).
     void abandon_pending() noexcept override {
         mailbox_.state.take_for_good();
         io_executor_ = nullptr;
@@ -277,6 +278,7 @@ public:
         operations_.take_all([](acquire_operation* op) { op->abandon(); });
         closing_.abandon();
         keeping_.abandon();
+        timer_.abandon();
     }
 
 private:
