@@ -1,20 +1,41 @@
 #include "cluster.hpp"
 
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <pwd.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
 #include <vector>
 
+extern char** environ;
+
 namespace pg {
 
 namespace {
+
+// The watchdog's program: sh -c WATCHDOG fairpool-pg-watchdog DIR BIN USER, its stdin
+// the watchdog's end of the socket. `done` from the destructor: nothing to do. The end
+// of the socket without it: the process that made the cluster died. The second's wait
+// first: a pg_ctl start of ours may have forked a server that has yet to write its
+// postmaster.pid.
+constexpr const char* watchdog_script = R"(dir=$1 bin=$2 user=$3
+read -r word
+[ "$word" = done ] && exit 0
+sleep 1
+if [ -f "$dir/data/postmaster.pid" ]; then
+  if [ -n "$user" ]; then runuser -u "$user" -- "$bin/pg_ctl" -D "$dir/data" -w -t 60 -m immediate stop
+  else "$bin/pg_ctl" -D "$dir/data" -w -t 60 -m immediate stop; fi
+fi
+rm -rf "$dir")";
 
 std::string read_file(const std::string& path) {
     std::ifstream in(path);
@@ -61,19 +82,24 @@ cluster::cluster(std::string bin_dir) : bin_(std::move(bin_dir)) {
     buffer.push_back('\0');
     if (::mkdtemp(buffer.data()) == nullptr) throw std::runtime_error("cluster: mkdtemp failed");
     dir_ = buffer.data();
+    std::string pg_user;  // as root: the user running PostgreSQL's programs
     if (::geteuid() == 0) {
         const passwd* user = unprivileged_user();
         if (user == nullptr || user->pw_uid == 0)
             throw std::runtime_error("cluster: running as root and no unprivileged user for initdb (set FAIRPOOL_PG_USER)");
         if (::chown(dir_.c_str(), user->pw_uid, user->pw_gid) != 0)
             throw std::runtime_error("cluster: chown " + dir_ + " failed");
-        as_user_ = std::string("runuser -u ") + user->pw_name + " -- ";
+        pg_user = user->pw_name;
+        as_user_ = "runuser -u " + pg_user + " -- ";
     }
     try {
+        start_watchdog(pg_user);
         run("initdb", bin_ + "/initdb -D " + dir_ + "/data -U fairpool -A trust -E UTF8 --no-sync");
         start();
     } catch (...) {
-        std::filesystem::remove_all(dir_);
+        std::error_code ignored;
+        std::filesystem::remove_all(dir_, ignored);
+        dismiss_watchdog();
         throw;
     }
 }
@@ -87,6 +113,62 @@ cluster::~cluster() {
     }
     std::error_code ignored;
     std::filesystem::remove_all(dir_, ignored);
+    dismiss_watchdog();
+}
+
+void cluster::start_watchdog(const std::string& user) {
+    // Everything the child needs is made before fork: between fork and exec it makes only
+    // async-signal-safe calls (this process may have other threads).
+    std::vector<std::string> args = {"/bin/sh", "-c", watchdog_script, "fairpool-pg-watchdog", dir_, bin_, user};
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    // A socket, not a pipe: writing `done` to a watchdog that is gone fails (MSG_NOSIGNAL)
+    // instead of raising SIGPIPE. Both ends close-on-exec: no pg_ctl or server of ours
+    // inherits ours, which would keep the watchdog waiting after we die.
+    int ends[2];
+    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ends) != 0)
+        throw std::runtime_error(std::string("cluster: socketpair: ") + std::strerror(errno));
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+        // A session of its own: a kill of our process group (Meson's, on a timeout) does
+        // not reach it. Its stdout and stderr are not ours: a test's runner waits for
+        // the end of those.
+        ::setsid();
+        if (ends[1] == STDIN_FILENO)
+            ::fcntl(STDIN_FILENO, F_SETFD, 0);
+        else
+            ::dup2(ends[1], STDIN_FILENO);
+        const int null = ::open("/dev/null", O_WRONLY);
+        if (null >= 0) {
+            ::dup2(null, STDOUT_FILENO);
+            ::dup2(null, STDERR_FILENO);
+        }
+        ::close_range(3, ~0U, 0);
+        ::execve("/bin/sh", argv.data(), environ);
+        ::_exit(127);
+    }
+    const int fork_error = errno;
+    ::close(ends[1]);
+    if (pid < 0) {
+        ::close(ends[0]);
+        throw std::runtime_error(std::string("cluster: fork: ") + std::strerror(fork_error));
+    }
+    watchdog_ = pid;
+    watchdog_socket_ = ends[0];
+}
+
+void cluster::dismiss_watchdog() noexcept {
+    if (watchdog_socket_ >= 0) {
+        (void)::send(watchdog_socket_, "done\n", 5, MSG_NOSIGNAL);
+        ::close(watchdog_socket_);
+        watchdog_socket_ = -1;
+    }
+    if (watchdog_ > 0) {
+        while (::waitpid(watchdog_, nullptr, 0) < 0 && errno == EINTR) {
+        }
+        watchdog_ = -1;
+    }
 }
 
 void cluster::run(const std::string& what, const std::string& command_line) const {

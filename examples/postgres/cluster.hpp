@@ -7,6 +7,15 @@
 // runs through `runuser -u USER --` as an unprivileged user: FAIRPOOL_PG_USER if set,
 // else `postgres` (Debian's postgresql-common creates it), else `nobody`; the
 // temporary directory is handed to that user (chown). As any other user they run as is.
+//
+// A process that dies without destroying its cluster (killed, even by SIGKILL or with its
+// process group on a test's timeout; aborted; a sanitizer report) leaves no server and no
+// directory behind either: a watchdog process, started with the cluster in a session of
+// its own, waits for the end of a socket only this process holds; at its end, unless the
+// destructor has dismissed it, it stops the server (pg_ctl stop -m immediate, as the same
+// user) and removes the directory.
+#include <sys/types.h>
+
 #include <cstdint>
 #include <string>
 
@@ -42,12 +51,18 @@ private:
     // output on a non-zero exit.
     void run(const std::string& what, const std::string& command_line) const;
     void start_on_port();
+    // The watchdog (above), for the directory made; `user`: the runuser user, or empty.
+    void start_watchdog(const std::string& user);
+    // Tells it that all is cleaned up, and reaps it.
+    void dismiss_watchdog() noexcept;
 
     std::string bin_;
     std::string dir_;
     std::string as_user_;  // the runuser prefix, or empty
     std::uint16_t port_ = 0;
     bool running_ = false;
+    pid_t watchdog_ = -1;
+    int watchdog_socket_ = -1;  // our end (close-on-exec: no child of ours holds it)
 };
 
 // A loopback TCP port nobody listens on right now.

@@ -1,6 +1,8 @@
 #pragma once
 // A real redis-server as a child process on a free loopback port, for the redis test
-// suite and bench/redis_sessions: no persistence, killed and reaped on destruction.
+// suite and bench/redis_sessions: no persistence, killed and reaped on destruction;
+// killed too when this process dies without destroying it (PR_SET_PDEATHSIG), so a
+// crashed test leaves no redis-server behind. Its stdout and stderr go to /dev/null.
 #include <sys/types.h>
 
 #include <boost/asio/ip/tcp.hpp>
@@ -24,7 +26,10 @@ public:
     redis_process& operator=(const redis_process&) = delete;
     ~redis_process() { stop(); }
 
-    void start();  // on the same port as before; returns once it answers PING
+    // On the same port as before; returns once it answers PING. The server is killed when
+    // the thread that calls start() ends (PR_SET_PDEATHSIG): call it from one that lives
+    // as long as the server is wanted (the constructor's caller, or main).
+    void start();
     void stop();   // SIGKILL, then reaped: a crash, as far as its clients can tell
     [[nodiscard]] std::uint16_t port() const noexcept { return port_; }
     [[nodiscard]] boost::asio::ip::tcp::endpoint endpoint() const;
