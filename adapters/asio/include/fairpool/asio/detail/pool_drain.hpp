@@ -58,11 +58,14 @@ std::uint32_t pool_state<Resource, Clock, WaitTraits>::serve(std::uint32_t kinds
     // commands that keep coming put it off).
     if (left != 0 && ((kinds & kind::resize) != 0 || ((kinds & kind::shutdown) != 0 && !shutdown_fed_)))
         take_all_slot_events(), take_all_acquires(), left = 0;
+    // A resize accepted before the shutdown whose announcement is still to come is taken
+    // by the drain that feeds the shutdown, ahead of it (mailbox.hpp: resize_request).
+    const bool shutdown_now = (kinds & kind::shutdown) != 0 && !shutdown_fed_;
     std::uint64_t max_slots = 0;
     std::uint64_t min_slots = 0;
-    if ((kinds & kind::resize) != 0 && mailbox_.resize.take(max_slots, min_slots))
+    if (((kinds & kind::resize) != 0 || shutdown_now) && mailbox_.resize.take(max_slots, min_slots))
         feed(core::event::resize(drain_now_, max_slots, min_slots));
-    if ((kinds & kind::shutdown) != 0 && !shutdown_fed_) {
+    if (shutdown_now) {
         shutdown_fed_ = true;
         feed(core::event::shutdown(drain_now_));
     }

@@ -223,18 +223,17 @@ public:
     }
 
     void request_shutdown() noexcept {
-        shutting_down_.store(true, std::memory_order_release);
+        mailbox_.resize.shut();
         this->announce(command_kind::shutdown);
     }
 
     // pool.resize: refused here, on the caller's thread, when the sizes are bad (nothing
     // is sent) or the pool is shutting down; else in the mailbox, where a later resize
-    // not yet taken replaces it (mailbox.hpp).
+    // not yet taken replaces it, and which orders it against the shutdown (mailbox.hpp).
     [[nodiscard]] boost::system::error_code request_resize(std::uint64_t max_slots, std::uint64_t min_slots) noexcept {
         if (max_slots < 1 || max_slots > slot_capacity() || min_slots > max_slots)
             return make_error_code(error::bad_size);
-        if (shutting_down_.load(std::memory_order_acquire)) return make_error_code(error::closed);
-        mailbox_.resize.post(max_slots, min_slots);
+        if (!mailbox_.resize.post(max_slots, min_slots)) return make_error_code(error::closed);
         this->announce(command_kind::resize);
         return {};
     }
@@ -417,7 +416,6 @@ private:
 
     // Shared with every thread.
     admission admission_;
-    std::atomic<bool> shutting_down_{false};  // request_shutdown was called
     std::atomic<bool> abandoned_{false};      // the execution context is gone (abandon_pending)
     std::atomic<std::uint64_t> next_waiter_{1};  // odd waiter ids: cancellable acquires through the mailbox
     std::atomic<std::uint64_t> next_handle_{1};
