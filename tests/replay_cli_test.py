@@ -306,12 +306,132 @@ def minimize_starts_from_a_snapshot():
     assert run("--invariants", small).returncode == 0, "only because of the planted fault"
 
 
+# ---- Cut files (section 7.2): the last segment of a recording whose process died ------
+
+def cut_at(path, text):
+    """A copy of `text` (bytes) as `path`, in a directory of its own."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "wb") as f:
+        f.write(text)
+    return path
+
+
+def events_in(text):
+    return sum(1 for line in text.split(b"\n") if line.startswith(b"@"))
+
+
+def a_last_segment_cut_at_any_byte_replays_up_to_its_last_whole_step():
+    """An unterminated last line is dropped, and with it the step it belongs to when it is one
+    of the step's effects or its error: what is left checks, with a notice."""
+    _, events, _, segments = three_segments()
+    before = events_in(open(segments[0], "rb").read()) + events_in(open(segments[1], "rb").read())
+    text = open(segments[2], "rb").read()
+    body = text.index(b"\n@") + 1
+    # Every byte of the last 120, and a spread over the rest of the steps.
+    cuts = sorted(set(range(len(text) - 120, len(text))) | set(range(body + 1, len(text), 997)))
+    kinds, tried = set(), 0
+    for cut in cuts:
+        if text[cut - 1:cut] == b"\n":
+            continue  # a whole line: not a cut this file shows (see the NUL case below)
+        tried += 1
+        whole_lines = text[:cut].split(b"\n")[:-1]
+        partial = text[:cut].split(b"\n")[-1]
+        kinds.add(partial[:1])
+        expected = before + sum(1 for line in whole_lines if line.startswith(b"@")) - (partial[:1] in (b"=", b"!"))
+        path = cut_at(os.path.join(scratch, "cut", "segment-00000002.trace"), text[:cut])
+        out = run("--check", segments[0], segments[1], path)
+        assert out.returncode == 0 and f": ok, {expected} events" in out.stdout, (cut, partial, out)
+        assert re.search(rf"^{re.escape(path)}:\d+: cut: the recording stops in the middle of a write here",
+                         out.stderr, re.M), (cut, out.stderr)
+    assert {b"@", b"="} <= kinds and tried > 100, (kinds, tried)
+
+
+def a_cut_write_marked_by_its_nul_byte_replays_up_to_the_write():
+    """The recorder writes a batch of whole steps with its first byte last: a write cut short
+    leaves a NUL byte at the start of its first line. Everything from there is dropped, even
+    when the cut falls at the end of a line inside a step (which alone would look whole)."""
+    _, events, _, segments = three_segments()
+    before = events_in(open(segments[0], "rb").read()) + events_in(open(segments[1], "rb").read())
+    text = open(segments[2], "rb").read()
+    starts = [i + 1 for i in range(len(text)) if text[i:i + 2] == b"\n@"]
+    lines = [i + 1 for i in range(len(text)) if text[i:i + 1] == b"\n"]
+    for batch in (starts[0], starts[len(starts) // 2], starts[-1]):
+        inside_a_step = next(l for l in lines if l > batch + 1 and text[l:l + 1] == b"=")
+        for end in (batch + 1, batch + 7, inside_a_step, len(text)):
+            path = cut_at(os.path.join(scratch, "cut", "segment-00000002.trace"),
+                          text[:batch] + b"\0" + text[batch + 1:end])
+            out = run("--check", segments[0], segments[1], path)
+            assert out.returncode == 0 and f": ok, {before + events_in(text[:batch])} events" in out.stdout, (
+                batch, end, out)
+            line = text[:batch].count(b"\n") + 1
+            assert f"{path}:{line}: cut: " in out.stderr, out.stderr
+
+
+def whole_files_are_checked_as_before():
+    """Without a cut (the file ends with a line end and holds no NUL byte) nothing is dropped: a
+    last step missing its last effects fails --check; a cut file not last is malformed; a
+    trace that is not a recorder's segment reads as before without its last line end."""
+    _, _, _, segments = three_segments()
+    text = open(segments[2], "rb").read()
+    last_effect = text.rindex(b"\n= ") + 1
+    path = cut_at(os.path.join(scratch, "cut", "segment-00000002.trace"), text[:last_effect])
+    out = run("--check", segments[0], segments[1], path)
+    assert out.returncode == 1 and not out.stderr, out
+    assert out.stdout.startswith(f"{path}:") and "expected no further effect got `= " in out.stdout, out.stdout
+    first = open(segments[0], "rb").read()
+    middle = first.index(b"\n@", len(first) // 2) + 1
+    path = cut_at(os.path.join(scratch, "cut", "segment-00000000.trace"), first[:middle] + b"\0" + first[middle + 1:])
+    out = run("--check", path, segments[1], segments[2])
+    assert out.returncode == 2 and ": cut" not in out.stderr, out
+    out = run("--check", "-", stdin=run("-", stdin=EVENTS_ONLY).stdout.rstrip("\n"))
+    assert out.returncode == 0 and "ok, 8 events" in out.stdout and not out.stderr, out
+
+
+def a_last_segment_cut_before_its_first_event_is_left_out():
+    _, events, directory, segments = three_segments()
+    for start in (b"", b"\0airpool-trace v2\nconfig max_sl", b"fairpool-trace v2\nconfig max_sl"):
+        cut_directory = os.path.join(scratch, "cut-start")
+        os.makedirs(cut_directory, exist_ok=True)
+        for f in segments:
+            cut_at(os.path.join(cut_directory, os.path.basename(f)), open(f, "rb").read())
+        path = cut_at(os.path.join(cut_directory, "segment-00000003.trace"), start)
+        out = run("--check", cut_directory)
+        assert out.returncode == 0 and f"(3 segments): ok, {events} events" in out.stdout, (start, out)
+        assert out.stderr == (f"{path}: cut before its first event (its process ended while writing the segment's "
+                              "start); left out of the recording\n"), out.stderr
+        if start:
+            alone = run("--check", path)
+            assert alone.returncode == 2 and alone.stderr.strip().endswith(": nothing to replay"), alone
+
+
+def segments_past_99999999_replay_in_number_order():
+    """segment-100000000.trace follows segment-99999999.trace, though it sorts before it as a string."""
+    whole = long_trace(23, 600)
+    events = sum(1 for line in lines_of(whole) if line.startswith("@"))
+    directory, segments = split(whole, (events + 1) // 2, "wrap")
+    assert len(segments) == 2, segments
+    renamed = []
+    for segment, number in zip(segments, (99999999, 100000000)):
+        text = lines_of(segment)
+        text[2] = re.sub(r"number=\d+", f"number={number}", text[2])
+        os.remove(segment)
+        renamed.append(write(os.path.join("wrap", f"segment-{number}.trace"), "\n".join(text) + "\n"))
+    check = run("--check", directory)
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert check.stdout.strip() == (f"{renamed[0]} … {renamed[1]} (2 segments): ok, {events} events and "
+                                    f"{sum(1 for line in lines_of(whole) if line.startswith('= '))} effects as "
+                                    "recorded"), check.stdout
+
+
 cases = [events_only_trace_prints_canonically_and_checks, changed_effect_fails_check_at_its_line,
          missing_and_extra_effects_and_errors_fail_check, unreadable_input_exits_2, stats_report_fairness,
          stats_report_checks_and_resets, minimize_shrinks_a_planted_failure_to_a_handful,
          minimize_keeps_stale_releases_stale,
          chain_of_three_segments_replays_as_the_whole_trace, broken_chains_are_refused_with_the_line_that_breaks_them,
-         gaps_are_never_replayed_across, minimize_starts_from_a_snapshot]
+         gaps_are_never_replayed_across, minimize_starts_from_a_snapshot,
+         a_last_segment_cut_at_any_byte_replays_up_to_its_last_whole_step,
+         a_cut_write_marked_by_its_nul_byte_replays_up_to_the_write, whole_files_are_checked_as_before,
+         a_last_segment_cut_before_its_first_event_is_left_out, segments_past_99999999_replay_in_number_order]
 failed = 0
 for case in cases:
     try:

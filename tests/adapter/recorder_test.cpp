@@ -1,15 +1,27 @@
 // The flight recorder (pool_options::recording) on one thread, with the manual clock:
 // segments and their retention, memory-only recording and dump_recording, a writer
-// that stalls (the gap path), a writer that cannot write, and options validation.
-// Every recording is read back in process (the core restored from each segment's
-// snapshot replays its events with the recorded effects) and, where FAIRPOOL_REPLAY
-// names the tool, replayed by `fairpool-replay --check` file by file and as a chain.
+// that stalls (the gap path), a step too big for the ring, a writer that cannot write
+// (no directory, a full disk), a process killed while its writer writes, and options
+// validation. Every recording is read back in process (the core restored from each
+// segment's snapshot replays its events with the recorded effects) and, where
+// FAIRPOOL_REPLAY names the tool, replayed by `fairpool-replay --check` file by file
+// and as a chain.
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <boost/asio/io_context.hpp>
+#include <cerrno>
 #include <chrono>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <sstream>
 #include <string>
+#include <thread>
 
 #include "fixture.hpp"
 #include "recording_check.hpp"
@@ -84,6 +96,43 @@ void expect_consecutive(const std::vector<fs::path>& files, std::uint64_t first,
         ++number;
     }
 }
+
+// Runs `child` in a forked process, which exits with what it returns (or is killed);
+// the parent waits for it: its exit status, -1 if it did not exit. The child runs
+// nothing of GoogleTest's: it reports through files, the parent checks them.
+int in_child_process(const std::function<int()>& child, const std::function<void(pid_t)>& meanwhile = {}) {
+    const pid_t pid = ::fork();
+    if (pid == 0) ::_exit(child());
+    if (pid < 0) return -1;
+    if (meanwhile) meanwhile(pid);
+    int status = 0;
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+// A pool of ints on the steady clock and an io_context of its own (a child process's:
+// the fixture's belongs to the parent), leased and released in turn by `cycle`.
+struct int_pool {
+    explicit int_pool(const pool_options& o)
+        : pool(io.get_executor(), o, []() -> boost::asio::awaitable<int> { co_return 1; }) {}
+
+    void cycle() {
+        using lease_type = fairpool::pool<int>::lease_type;
+        lease_type lease;
+        pool.async_acquire([&lease](boost::system::error_code, lease_type l) { lease = std::move(l); });
+        run();
+        lease = {};
+        run();
+    }
+    void run() {
+        io.restart();
+        while (io.poll() > 0) io.restart();
+    }
+
+    boost::asio::io_context io;
+    fairpool::pool<int> pool;
+};
 
 TEST_F(recorder, segments_roll_every_segment_events_and_only_the_last_keep_segments_stay) {
     scratch_directory recording;
@@ -247,6 +296,197 @@ TEST_F(recorder, a_writer_that_cannot_write_stops_and_says_why_and_the_pool_runs
     EXPECT_EQ(pool->stats().grants_immediate, 20u);
 }
 
+// A full disk, as RLIMIT_FSIZE makes one for a child process (a write past the limit
+// fails with EFBIG): the write that fails is cut back out of the file, which stays a
+// valid trace ending at its last whole step; events_written counts the steps in it;
+// dump_recording copies it and succeeds.
+TEST_F(recorder, a_write_that_fails_is_cut_back_to_the_last_whole_step) {
+    scratch_directory recording, dump, report;
+    constexpr rlim_t limit = 16 * 1024;
+    const int status = in_child_process([&] {
+        std::signal(SIGXFSZ, SIG_IGN);
+        const rlimit fsize{limit, limit};
+        if (::setrlimit(RLIMIT_FSIZE, &fsize) != 0) return 3;
+        pool_options o = options(1, 1);
+        recorder_options r = in_directory(recording.path(), 1'000'000, 8);
+        r.flush_interval = std::chrono::hours(24);  // the dumps drain the ring: each is a write
+        o.recording = r;
+        int_pool p(o);
+        p.run();
+        for (int round = 0; round < 30; ++round) {  // 40 events a round, about 2.5 KiB
+            for (int i = 0; i < 20; ++i) p.cycle();
+            if (p.pool.dump_recording(dump.path())) return 4;
+        }
+        const auto s = p.pool.recording_status();
+        std::ofstream(report / "status") << s->events_written << ' ' << s->write_errors << ' ' << s->segments_written
+                                         << '\n'
+                                         << s->last_error << '\n';
+        return 0;
+    });
+    ASSERT_EQ(status, 0);
+    std::istringstream reported(file_text(report / "status"));
+    std::uint64_t events_written = 0, write_errors = 0, segments_written = 0;
+    std::string last_error;
+    reported >> events_written >> write_errors >> segments_written;
+    std::getline(reported >> std::ws, last_error);
+    const fs::path file = recording / detail::flight_writer::file_name(0);
+    EXPECT_EQ(write_errors, 1u);
+    EXPECT_EQ(segments_written, 1u);
+    EXPECT_EQ(last_error, "writing " + file.string() + ": File too large");
+    ASSERT_EQ(segment_files(recording.path()), std::vector<fs::path>{file});
+    const std::string text = file_text(file);
+    EXPECT_LE(text.size(), limit);
+    EXPECT_GT(text.size(), limit - 4 * 1024) << "cut back by one dump's write only";
+    EXPECT_TRUE(text.ends_with("\n"));
+    const trace::trace t = read_segment(file);
+    EXPECT_EQ(t.steps.size(), events_written);
+    EXPECT_FALSE(t.gap);
+    replay_segment(t, file.string());
+    EXPECT_EQ(file_text(dump / detail::flight_writer::file_name(0)), text) << "the dump is a copy of the valid file";
+    const std::string tool = replay_tool();
+    if (tool.empty()) GTEST_SKIP() << "FAIRPOOL_REPLAY does not name fairpool-replay";
+    const auto [replayed, printed] = run_replay_check(tool, recording.path());
+    EXPECT_EQ(replayed, 0) << printed;
+    EXPECT_EQ(printed.find(": cut"), std::string::npos) << printed;
+}
+
+// Kills `child` (SIGKILL) right after its recording in `dir` grew for the `times`-th
+// time: when a writer that wrote as it formatted (the ofstream before) would be in the
+// middle of a drain, and a write of the drain's batch has just begun or ended.
+void killed_as_it_grows(pid_t child, const fs::path& dir, int times) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    std::uintmax_t size = 0;
+    while (times > 0 && std::chrono::steady_clock::now() < deadline) {
+        const auto files = segment_files(dir);
+        std::error_code ec;
+        const std::uintmax_t now = files.empty() ? 0 : fs::file_size(files.back(), ec);
+        if (!ec && now != size) --times, size = now;
+    }
+    ::kill(child, SIGKILL);
+}
+
+// A busy pool's process killed (SIGKILL) as its writer writes, again and again at other
+// moments: every segment file it leaves replays with the recorded effects, on its own
+// and as a chain (the last one up to its last whole step).
+TEST_F(recorder, a_process_killed_while_its_writer_writes_leaves_a_recording_that_replays) {
+    const std::string tool = replay_tool();
+    if (tool.empty()) GTEST_SKIP() << "FAIRPOOL_REPLAY does not name fairpool-replay";
+    int checked = 0;
+    for (int run = 0; run < 12; ++run) {
+        SCOPED_TRACE("run " + std::to_string(run));
+        scratch_directory recording;
+        const int status = in_child_process(
+            [&] {
+                pool_options o = options(2, 2);
+                recorder_options r = in_directory(recording.path(), 3'000, 1'000);
+                r.flush_interval = std::chrono::milliseconds(2);
+                o.recording = r;
+                int_pool p(o);
+                for (;;) p.cycle();
+                return 0;
+            },
+            [&](pid_t child) {
+                killed_as_it_grows(child, recording.path(), 2 + run);
+            });
+        EXPECT_EQ(status, -1);
+        const auto files = segment_files(recording.path());
+        // Killed before the first write, or while writing the start of the first segment
+        // (its first byte is written last: 0 in the hole): nothing was recorded.
+        const auto started = [](const fs::path& f) {
+            const std::string text = file_text(f);
+            return !text.empty() && text.front() != '\0';
+        };
+        if (files.empty() || (files.size() == 1 && !started(files[0]))) continue;
+        // A gap breaks the recording (the writer may fall behind the busy pool): the
+        // segments up to the last gap replay one by one, the ones after it as a chain
+        // (the directory when there is no gap), the last one up to its last whole step.
+        std::size_t after_gap = 0;
+        for (std::size_t i = 0; i < files.size(); ++i)
+            if (file_text(files[i]).find("\ngap events=") != std::string::npos) after_gap = i + 1;
+        for (std::size_t i = 0; i < after_gap; ++i) {
+            const auto [replayed, printed] = run_replay_check(tool, files[i]);
+            EXPECT_EQ(replayed, 0) << printed;
+        }
+        std::string chain = after_gap == 0 ? "'" + recording.path().string() + "'" : "";
+        for (std::size_t i = after_gap; i < files.size() && after_gap > 0; ++i) chain += " '" + files[i].string() + "'";
+        if (after_gap + 1 < files.size() || (after_gap + 1 == files.size() && started(files.back()))) {
+            const auto [chained, printed] = run_replay(tool, "--check " + chain);
+            EXPECT_EQ(chained, 0) << printed;
+        }
+        ++checked;
+    }
+    EXPECT_GT(checked, 6);
+}
+
+// A step of more effects than the ring has room for (a deregistration rejecting 100
+// waiters) is lost alone: the ring has room for the gap, a segment start and the
+// snapshot after it, so the next step ends the gap (CONTRACT 8) without waiting for the
+// writer. The actor is fed by hand around a core scheduler; the writer never wakes on
+// its own, so the ring's room is what the steps left.
+TEST(flight_recorder, a_step_too_big_for_the_ring_is_the_only_one_lost) {
+    core::config c;
+    c.max_slots = 1;
+    c.min_slots = 1;
+    c.max_waiters = 200;
+    core::scheduler s(c);
+    recorder_options r;
+    r.memory_only = true;
+    r.ring_records = 1;
+    r.segment_events = 1'000'000;
+    r.flush_interval = std::chrono::hours(24);
+    detail::flight_recorder recorder(r, s);
+    core::nanos now = 0;
+    std::uint64_t waiter = 0;
+    const auto feed = [&](const core::event& e) {
+        recorder.before_step(s);
+        const core::step_result result = s.step(e);
+        recorder.after_step(e, result);
+        return result.effects.empty() ? std::uint64_t{0} : result.effects[0].lease;
+    };
+    const auto cycle = [&] {
+        const std::uint64_t lease = feed(core::event::acquire(++now, ++waiter, 1));
+        feed(core::event::release(++now, 0, lease, core::release_outcome::clean));
+    };
+    feed(core::event::start(++now));
+    feed(core::event::spawned(++now, 0));
+    for (int i = 0; i < 110; ++i) cycle();  // 3 records each: the ring's room goes down to about 160
+    const std::uint64_t held = feed(core::event::acquire(++now, ++waiter, 1));
+    for (int i = 0; i < 100; ++i) feed(core::event::acquire(++now, ++waiter, 2));  // queued: 1 record each
+    feed(core::event::deregister(++now, 2));  // 1 + 100 records: lost
+    ASSERT_EQ(recorder.status().events_lost, 1u);
+    feed(core::event::release(++now, 0, held, core::release_outcome::clean));
+    for (int i = 0; i < 3; ++i) cycle();
+    const recording_status status = recorder.status();
+    EXPECT_EQ(status.events_lost, 1u);
+    EXPECT_EQ(status.gaps, 1u);
+    EXPECT_EQ(status.segments_started, 2u);
+
+    scratch_directory dump;
+    ASSERT_FALSE(recorder.dump(dump.path()));
+    const auto files = segment_files(dump.path());
+    ASSERT_EQ(files.size(), 2u);
+    const trace::trace first = read_segment(files[0]), second = read_segment(files[1]);
+    ASSERT_TRUE(first.gap && second.segment);
+    EXPECT_EQ(first.gap->events, 1u);
+    EXPECT_EQ(first.steps.size(), 2u + 220u + 1u + 100u);
+    EXPECT_EQ(second.segment->events_before, first.steps.size() + 1);
+    EXPECT_EQ(second.steps.size(), 7u);
+    EXPECT_FALSE(second.gap);
+    replay_segment(first, files[0].string());
+    replay_segment(second, files[1].string());
+}
+
+// Segment files past 99999999 have more digits: segment_files (and fairpool-replay)
+// order them by number, not as strings.
+TEST(recording_files, segments_past_99999999_come_in_number_order) {
+    scratch_directory dir;
+    for (const std::uint64_t n : {100'000'000ULL, 99'999'999ULL, 99'999'998ULL, 1'000'000'000ULL})
+        std::ofstream(dir / detail::flight_writer::file_name(n)) << "\n";
+    EXPECT_EQ(segment_files(dir.path()),
+              (std::vector<fs::path>{dir / "segment-99999998.trace", dir / "segment-99999999.trace",
+                                     dir / "segment-100000000.trace", dir / "segment-1000000000.trace"}));
+}
+
 TEST_F(recorder, invalid_recorder_options_are_refused_naming_the_field) {
     const auto refusal = [](const recorder_options& r) {
         pool_options o;
@@ -272,6 +512,13 @@ TEST_F(recorder, invalid_recorder_options_are_refused_naming_the_field) {
     EXPECT_EQ(refusal(r), "recording.ring_records: 67108865 is above 67108864");
     r = good, r.flush_interval = std::chrono::milliseconds(0);
     EXPECT_EQ(refusal(r), "recording.flush_interval: must be positive");
+    // Longer would overflow the writer's wait (milliseconds::max() made it spin).
+    r = good, r.flush_interval = std::chrono::milliseconds::max();
+    EXPECT_EQ(refusal(r), "recording.flush_interval: 9223372036854775807 ms is above 86400000 (24 hours)");
+    r = good, r.flush_interval = std::chrono::hours(24) + std::chrono::milliseconds(1);
+    EXPECT_EQ(refusal(r), "recording.flush_interval: 86400001 ms is above 86400000 (24 hours)");
+    r = good, r.flush_interval = std::chrono::hours(24);
+    EXPECT_EQ(refusal(r), "");
     r = good, r.segment_events = 0;
     pool_options o = options(1, 1);
     o.recording = r;

@@ -49,16 +49,22 @@ private:
     std::filesystem::path path_;
 };
 
-// The segment files of a directory (segment-*.trace), in name order: segment order.
+// The segment files of a directory (segment-*.trace), in segment order: by the number
+// in the name, which has 8 digits up to segment 99999999 and more after it (so not in
+// name order: segment-100000000.trace sorts before segment-99999999.trace as a string).
 inline std::vector<std::filesystem::path> segment_files(const std::filesystem::path& dir) {
-    std::vector<std::filesystem::path> files;
+    std::vector<std::pair<std::string, std::filesystem::path>> files;  // {number padded to 20 digits, path}
     std::error_code ec;
     for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
         const std::string name = entry.path().filename().string();
-        if (name.starts_with("segment-") && name.ends_with(".trace")) files.push_back(entry.path());
+        if (!name.starts_with("segment-") || !name.ends_with(".trace")) continue;
+        const std::string number = name.substr(8, name.size() - 8 - 6);
+        files.emplace_back(std::string(number.size() < 20 ? 20 - number.size() : 0, '0') + number, entry.path());
     }
     std::sort(files.begin(), files.end());
-    return files;
+    std::vector<std::filesystem::path> paths;
+    for (auto& f : files) paths.push_back(std::move(f.second));
+    return paths;
 }
 
 inline std::string file_text(const std::filesystem::path& p) {

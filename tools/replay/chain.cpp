@@ -6,6 +6,10 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
+#include <sstream>
+#include <string_view>
+#include <utility>
 
 #include "fairpool/core/scheduler.hpp"
 #include "fairpool/trace/format.hpp"
@@ -18,31 +22,134 @@ namespace {
 
 std::string at(const std::string& file, std::size_t line) { return file + ":" + std::to_string(line) + ": "; }
 
+std::string name_of(const std::string& path) { return path == "-" ? "<stdin>" : path; }
+
+std::variant<input, input_error> parsed(const std::string& file, trace::read_result read) {
+    if (const auto* error = std::get_if<trace::read_error>(&read)) return input_error{error->describe(file)};
+    return input{file, std::move(std::get<trace::trace>(read))};
+}
+
 std::variant<input, input_error> read_one(const std::string& path) {
-    input in;
-    in.file = path == "-" ? "<stdin>" : path;
     std::ifstream file;
     if (path != "-") {
         file.open(path);
         if (!file) return input_error{path + ": cannot open: " + std::strerror(errno)};
     }
-    auto parsed = trace::read(path == "-" ? std::cin : file);
-    if (const auto* error = std::get_if<trace::read_error>(&parsed)) return input_error{error->describe(in.file)};
-    in.trace = std::move(std::get<trace::trace>(parsed));
-    return in;
+    return parsed(name_of(path), trace::read(path == "-" ? std::cin : file));
 }
 
-// The *.trace files of a directory, in name order (a recorder names them
-// segment-00000000.trace, segment-00000001.trace, …).
+std::variant<std::string, input_error> text_of(const std::string& path) {
+    std::ifstream file;
+    if (path != "-") {
+        file.open(path, std::ios::binary);
+        if (!file) return input_error{path + ": cannot open: " + std::strerror(errno)};
+    }
+    std::ostringstream text;
+    text << (path == "-" ? std::cin : file).rdbuf();
+    if ((path == "-" ? std::cin : file).bad()) return input_error{name_of(path) + ": read error"};
+    return std::move(text).str();
+}
+
+// Where a file its recorder was writing when its process died was cut, if it was: at
+// the first line that starts with a NUL byte (the hole a cut write leaves,
+// flight_writer.cpp), or at an unterminated last line (a writer that wrote at any byte);
+// at 0 in an empty file. A step whose effects or error the cut line belongs to is cut
+// with it: its effects cannot be known to be all there.
+std::optional<std::size_t> cut_in(std::string_view text) {
+    using namespace std::string_view_literals;
+    if (text.empty() || text.front() == '\0') return 0;
+    if (const std::size_t hole = text.find("\n\0"sv); hole != std::string_view::npos)
+        return hole + 1;  // the start of a cut write: whole steps before it
+    if (text.back() == '\n') return std::nullopt;
+    const std::size_t last = text.rfind('\n');
+    if (last == std::string_view::npos) return 0;
+    if (text[last + 1] != '=' && text[last + 1] != '!') return last + 1;
+    const std::size_t event = text.rfind("\n@"sv, last);
+    return event == std::string_view::npos ? last + 1 : event + 1;
+}
+
+std::size_t line_at(std::string_view text, std::size_t offset) {
+    const std::string_view before = text.substr(0, offset);
+    return static_cast<std::size_t>(std::count(before.begin(), before.end(), '\n')) + 1;
+}
+
+bool holds_an_event(std::string_view text) {
+    return text.starts_with('@') || text.find("\n@") != std::string_view::npos;
+}
+
+// What is left of a file cut before its first event: nothing, or the start of a trace
+// (header, config, segment record, snapshot) that stops short.
+bool cut_in_its_start(std::string_view kept, const trace::read_result& read) {
+    if (holds_an_event(kept)) return false;
+    const auto* error = std::get_if<trace::read_error>(&read);
+    return kept.empty() || (error && error->line >= line_at(kept, kept.size()));  // "… found end of file"
+}
+
+struct left_out {};
+
+// The last file of a recording, which its recorder may have been writing when its
+// process died (section 7.2, "Cut files"): a segment cut in the middle of a write is read
+// up to the cut, with a notice; one cut before its first event is left out of a chain
+// (`after_others`), with a notice, and is an error alone. Anything else reads as any
+// other file: a whole file, one that is not a recorder's segment, a cut that leaves a
+// malformed trace.
+std::variant<input, input_error, left_out> read_last(const std::string& path, bool after_others,
+                                                    std::vector<std::string>& notices) {
+    const auto as_last = [](std::variant<input, input_error> one) -> std::variant<input, input_error, left_out> {
+        if (auto* e = std::get_if<input_error>(&one)) return std::move(*e);
+        return std::move(std::get<input>(one));
+    };
+    auto text = text_of(path);
+    if (auto* e = std::get_if<input_error>(&text)) return std::move(*e);
+    const std::string_view whole = std::get<std::string>(text);
+    const std::string file = name_of(path);
+    if (const auto cut = cut_in(whole)) {
+        const std::string_view kept = whole.substr(0, *cut);
+        auto read = trace::read(std::string(kept));
+        if (const auto* t = std::get_if<trace::trace>(&read); t && t->segment) {
+            notices.push_back(file + ":" + std::to_string(line_at(whole, *cut)) +
+                              ": cut: the recording stops in the middle of a write here (its process ended while "
+                              "writing); what comes before is replayed");
+            return as_last(parsed(file, std::move(read)));
+        }
+        const std::string start_cut =
+            file + ": cut before its first event (its process ended while writing the segment's start)";
+        if (cut_in_its_start(kept, read) && after_others) {
+            notices.push_back(start_cut + "; left out of the recording");
+            return left_out{};
+        }
+        if (cut_in_its_start(kept, read) && !whole.empty()) return input_error{start_cut + ": nothing to replay"};
+    }
+    return as_last(parsed(file, trace::read(std::get<std::string>(text))));
+}
+
+// A directory's files in segment order: a recorder numbers them segment-00000000.trace,
+// segment-00000001.trace, …, with more digits past 99999999, so segment-100000000.trace
+// comes after segment-99999999.trace although it sorts before it as a string. The key
+// pads the number of a segment-N.trace name to 20 digits; other names are their own.
+std::string order_key(const std::filesystem::path& p) {
+    const std::string name = p.filename().string();
+    const std::string_view prefix = "segment-", suffix = ".trace";
+    if (name.size() <= prefix.size() + suffix.size() || !name.starts_with(prefix) || !name.ends_with(suffix))
+        return name;
+    const std::string number = name.substr(prefix.size(), name.size() - prefix.size() - suffix.size());
+    if (number.size() > 20 || number.find_first_not_of("0123456789") != std::string::npos) return name;
+    return std::string(prefix) + std::string(20 - number.size(), '0') + number + std::string(suffix);
+}
+
+// The *.trace files of a directory, in segment order (order_key; then by name).
 std::variant<std::vector<std::string>, input_error> traces_in(const std::string& directory) {
     std::error_code error;
-    std::vector<std::string> files;
+    std::vector<std::pair<std::string, std::string>> files;  // {order_key, path}
     for (std::filesystem::directory_iterator it(directory, error), end; !error && it != end; it.increment(error))
-        if (it->path().extension() == ".trace" && !it->is_directory(error)) files.push_back(it->path().string());
+        if (it->path().extension() == ".trace" && !it->is_directory(error))
+            files.emplace_back(order_key(it->path()), it->path().string());
     if (error) return input_error{directory + ": cannot read the directory: " + error.message()};
     if (files.empty()) return input_error{directory + ": no *.trace file in the directory"};
     std::sort(files.begin(), files.end());
-    return files;
+    std::vector<std::string> paths;
+    for (auto& f : files) paths.push_back(std::move(f.second));
+    return paths;
 }
 
 core::scheduler restored(const trace::trace& t) {
@@ -109,23 +216,31 @@ std::optional<input_error> not_next(const input& previous, const input& next) {
 
 }  // namespace
 
-std::variant<std::vector<input>, input_error> read_inputs(const std::vector<std::string>& paths) {
-    std::vector<input> inputs;
+std::variant<inputs, input_error> read_inputs(const std::vector<std::string>& paths) {
+    std::vector<std::string> files;
     for (const std::string& path : paths) {
-        std::vector<std::string> files{path};
         std::error_code error;
         if (path != "-" && std::filesystem::is_directory(path, error)) {
             auto listed = traces_in(path);
             if (auto* e = std::get_if<input_error>(&listed)) return std::move(*e);
-            files = std::move(std::get<std::vector<std::string>>(listed));
-        }
-        for (const std::string& file : files) {
-            auto one = read_one(file);
-            if (auto* e = std::get_if<input_error>(&one)) return std::move(*e);
-            inputs.push_back(std::move(std::get<input>(one)));
+            for (std::string& file : std::get<std::vector<std::string>>(listed)) files.push_back(std::move(file));
+        } else {
+            files.push_back(path);
         }
     }
-    return inputs;
+    inputs read;
+    for (const std::string& file : files) {
+        if (&file == &files.back()) {
+            auto last = read_last(file, !read.files.empty(), read.notices);
+            if (auto* e = std::get_if<input_error>(&last)) return std::move(*e);
+            if (auto* in = std::get_if<input>(&last)) read.files.push_back(std::move(*in));
+            break;
+        }
+        auto one = read_one(file);
+        if (auto* e = std::get_if<input_error>(&one)) return std::move(*e);
+        read.files.push_back(std::move(std::get<input>(one)));
+    }
+    return read;
 }
 
 std::variant<chain, input_error> link(std::vector<input> inputs, bool checking) {

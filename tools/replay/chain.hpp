@@ -25,9 +25,16 @@ struct input_error {
     int status = 2;
 };
 
+struct inputs {
+    std::vector<input> files;
+    std::vector<std::string> notices;  // for standard error: the last file was cut (section 7.2)
+};
+
 // Reads every path: a FILE, "-" (standard input), or a DIRECTORY (its *.trace files in
-// name order).
-[[nodiscard]] std::variant<std::vector<input>, input_error> read_inputs(const std::vector<std::string>& paths);
+// segment order: by name, segment-N.trace by N). The last file may have been cut by the
+// death of its recorder's process: it is read up to the cut, or left out if the cut
+// comes before its first event, with a notice.
+[[nodiscard]] std::variant<inputs, input_error> read_inputs(const std::vector<std::string>& paths);
 
 struct chain {
     trace::trace merged;  // the first's config, segment and snapshot; every step; the last's gap

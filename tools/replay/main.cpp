@@ -18,9 +18,10 @@ constexpr const char* usage =
     "usage: fairpool-replay [--check] [--invariants] [--stats] [--minimize OUT] [--split N DIR]\n"
     "                       [--fault NAME] INPUT...\n"
     "  INPUT           a trace FILE, - for standard input, or a DIRECTORY of segment files\n"
-    "                  (its *.trace files in name order); several inputs are replayed as one\n"
-    "                  recording: consecutive segments, each starting where the one before\n"
-    "                  ended (else exit 2; 1 under --check), no gap between them\n"
+    "                  (its *.trace files in name order, segment-N.trace by N); several inputs\n"
+    "                  are replayed as one recording: consecutive segments, each starting\n"
+    "                  where the one before ended (else exit 2; 1 under --check), no gap\n"
+    "                  between them\n"
     "  (no mode)       print the canonical trace with every effect and error filled in\n"
     "                  (the segments merged into one trace)\n"
     "  --check         compare with the effects and errors recorded in the input\n"
@@ -33,7 +34,9 @@ constexpr const char* usage =
     "                  before its first event), written to DIR/segment-NNNNNNNN.trace\n"
     "  --fault NAME    plant a bug to test the tooling: reuse-dirty | lose-cancel | keep-dead\n"
     "A trace that ends in a gap (its recorder lost events) replays up to the gap, with a\n"
-    "notice on standard error.\n";
+    "notice on standard error. The last segment of a recording whose process died while\n"
+    "writing it replays up to where the write was cut, with a notice (left out if the cut\n"
+    "comes before its first event).\n";
 
 int bad_usage(const std::string& why) {
     std::cerr << "fairpool-replay: " << why << "\n" << usage;
@@ -93,7 +96,8 @@ int main(int argc, char** argv) {
 
     auto inputs = fairpool::replay::read_inputs(paths);
     if (const auto* error = std::get_if<fairpool::replay::input_error>(&inputs)) return refused(*error);
-    auto linked = fairpool::replay::link(std::move(std::get<0>(inputs)), check);
+    auto& [files, notices] = std::get<fairpool::replay::inputs>(inputs);
+    auto linked = fairpool::replay::link(std::move(files), check);
     if (const auto* error = std::get_if<fairpool::replay::input_error>(&linked)) return refused(*error);
     const auto& c = std::get<fairpool::replay::chain>(linked);
 
@@ -102,5 +106,6 @@ int main(int argc, char** argv) {
     if (const auto& gap = c.merged.gap)
         std::cerr << c.last_file() << ":" << gap->line << ": gap: " << gap->events
                   << " events were lost after this point; nothing after it was recorded\n";
+    for (const std::string& notice : notices) std::cerr << notice << "\n";
     return status;
 }

@@ -1,7 +1,11 @@
 #include "fairpool/asio/detail/flight_writer.hpp"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <boost/system/errc.hpp>
 #include <cerrno>
+#include <fstream>
 #include <span>
 #include <string>
 #include <system_error>
@@ -23,6 +27,22 @@ boost::system::error_code from_std(const std::error_code& ec) {
 // strerror's text without strerror (not thread-safe).
 std::string error_text(int code) { return std::error_code(code, std::generic_category()).message(); }
 
+// A drain's text is written when it ends, and sooner once it passes this: the batch of a
+// ring of 2^26 records is not formatted whole in memory.
+constexpr std::size_t batch_limit = std::size_t{1} << 20;
+
+// Writes all of `text` at `offset`: 0, or the errno of the write that failed.
+int write_at(int fd, std::string_view text, std::uint64_t offset) {
+    while (!text.empty()) {
+        const ssize_t n = ::pwrite(fd, text.data(), text.size(), static_cast<off_t>(offset));
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return n < 0 ? errno : EIO;
+        text.remove_prefix(static_cast<std::size_t>(n));
+        offset += static_cast<std::uint64_t>(n);
+    }
+    return 0;
+}
+
 }  // namespace
 
 flight_writer::flight_writer(recorder_options o, const core::config& resolved)
@@ -31,16 +51,20 @@ flight_writer::flight_writer(recorder_options o, const core::config& resolved)
     effects_.reserve(64);
 }
 
+flight_writer::~flight_writer() { close_file(); }
+
 std::string flight_writer::file_name(std::uint64_t segment) {
     std::string number = std::to_string(segment);
     if (number.size() < 8) number.insert(0, 8 - number.size(), '0');
     return "segment-" + number + ".trace";
 }
 
+std::filesystem::path flight_writer::current_path() const { return options_.directory / file_name(retained_.back()); }
+
 std::ostream* flight_writer::out() noexcept {
     if (!open_) return nullptr;
     if (options_.memory_only) return &current_;
-    return failed_ ? nullptr : &file_;
+    return failed_ ? nullptr : &batch_out_;
 }
 
 void flight_writer::consume(const flight_record& r) {
@@ -70,9 +94,11 @@ void flight_writer::consume(const flight_record& r) {
 void flight_writer::write_step() {
     if (std::ostream* o = out()) {
         trace::write_step(*o, step_->event, effects_, step_->error);
-        ++events_written_;
+        if (options_.memory_only) ++events_written_;
+        else ++batch_events_;
     }
     step_.reset();
+    if (batch_.text.size() >= batch_limit) write_batch();
 }
 
 void flight_writer::begin_segment() {
@@ -90,9 +116,11 @@ void flight_writer::begin_segment() {
         return;
     }
     if (failed_) return;
-    if (file_.is_open()) {
-        file_.close();
-        if (!file_) return fail("closing " + (options_.directory / file_name(retained_.back())).string());
+    if (file_ >= 0) {
+        write_batch();  // the end of the segment before, into its own file
+        if (failed_) return;
+        if (::close(std::exchange(file_, -1)) != 0)
+            return fail("closing " + current_path().string() + ": " + error_text(errno));
     }
     if (!directory_ready_) {
         std::error_code ec;
@@ -103,18 +131,18 @@ void flight_writer::begin_segment() {
         directory_ready_ = true;
     }
     const fs::path path = options_.directory / file_name(s.number);
-    errno = 0;
-    file_.open(path, std::ios::out | std::ios::trunc);
-    if (!file_) return fail("opening " + path.string() + ": " + error_text(errno));
+    file_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    if (file_ < 0) return fail("opening " + path.string() + ": " + error_text(errno));
+    file_size_ = 0;
     retained_.push_back(s.number);
     while (retained_.size() > options_.keep_segments) {
         std::error_code ec;
         fs::remove(options_.directory / file_name(retained_.front()), ec);
         retained_.pop_front();
     }
-    trace::write_header_v2(file_, config_, info, snapshot_);
+    trace::write_header_v2(batch_out_, config_, info, snapshot_);
+    ++batch_segments_;
     open_ = true;
-    ++segments_written_;
 }
 
 // A recording found in the directory at start is the run before this one's (perhaps
@@ -139,16 +167,45 @@ void flight_writer::keep_earlier_recording() {
 }
 
 void flight_writer::flush() {
-    if (options_.memory_only || failed_ || !file_.is_open()) return;
-    errno = 0;
-    file_.flush();
-    if (!file_) fail("writing " + (options_.directory / file_name(retained_.back())).string() + ": " +
-                     error_text(errno != 0 ? errno : EIO));
+    if (!options_.memory_only && !failed_) write_batch();
 }
 
 void flight_writer::finish() {
     flush();
-    if (file_.is_open()) file_.close();
+    close_file();
+}
+
+// The batch, at the end of the current file. Its first byte is written last: a process
+// killed in the middle of a write() leaves any prefix of what it wrote (the kernel stops
+// at a page boundary), so a file cut at the end of a line inside a step would look like
+// a whole trace whose last step lost effects. Written this way, a cut batch leaves a
+// hole where its first byte goes, which reads as a NUL byte starting a line, something
+// no whole file holds: fairpool-replay knows the file was cut there.
+void flight_writer::write_batch() {
+    const std::string_view text = batch_.text;
+    if (text.empty() || file_ < 0) return;
+    int error = write_at(file_, text.substr(1), file_size_ + 1);
+    if (error == 0) error = write_at(file_, text.substr(0, 1), file_size_);
+    if (error != 0) return fail_writing(error);
+    file_size_ += text.size();
+    events_written_ += std::exchange(batch_events_, 0);
+    segments_written_ += std::exchange(batch_segments_, 0);
+    batch_.text.clear();
+}
+
+// A write failed (a full disk): the file is cut back to its last whole step, so that
+// what is left, and what dump_recording copies, is a valid trace; a file without a
+// whole start is removed.
+void flight_writer::fail_writing(int error) {
+    const fs::path path = current_path();
+    fail("writing " + path.string() + ": " + error_text(error));
+    std::error_code ec;
+    if (file_size_ > 0) fs::resize_file(path, file_size_, ec);
+    if (file_size_ == 0 || ec) {
+        if (ec) last_error_ += "; cutting it back to its last whole step: " + ec.message() + ": removed";
+        fs::remove(path, ec);
+        retained_.pop_back();
+    }
 }
 
 void flight_writer::fail(const std::string& what) {
@@ -156,7 +213,13 @@ void flight_writer::fail(const std::string& what) {
     last_error_ = what;
     failed_ = true;
     open_ = false;
-    if (file_.is_open()) file_.close();
+    close_file();
+    batch_.text.clear();
+    batch_events_ = batch_segments_ = 0;
+}
+
+void flight_writer::close_file() noexcept {
+    if (file_ >= 0) ::close(std::exchange(file_, -1));
 }
 
 boost::system::error_code flight_writer::dump(const fs::path& dir) {

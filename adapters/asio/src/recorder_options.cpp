@@ -10,6 +10,9 @@ std::optional<std::string> validate(const recorder_options& o) {
     if (o.ring_records < 1) return std::string("ring_records: must be at least 1");
     if (o.ring_records > (1U << 26)) return "ring_records: " + std::to_string(o.ring_records) + " is above 67108864";
     if (o.flush_interval.count() <= 0) return std::string("flush_interval: must be positive");
+    // The writer waits until now + flush_interval: milliseconds::max() would overflow it.
+    if (o.flush_interval > recorder_options::max_flush_interval)
+        return "flush_interval: " + std::to_string(o.flush_interval.count()) + " ms is above 86400000 (24 hours)";
     return std::nullopt;
 }
 

@@ -162,8 +162,10 @@ public:
     // segments; then `fairpool-replay --check DIR` replays them. Safe from any thread,
     // the pool's own included (it waits for the writer thread, never for the pool), but
     // it blocks that thread for the copy. error::not_recording if recording is off; a
-    // filesystem error if writing fails. recording_status: what the recorder did so far
-    // (nullopt if recording is off).
+    // filesystem error if writing the copies fails. After the recorder itself failed to
+    // write (a full disk) it copies the files kept, each cut back to its last whole
+    // step: the recording up to the failure. recording_status: what the recorder did so
+    // far, its write errors included (nullopt if recording is off).
     [[nodiscard]] boost::system::error_code dump_recording(const std::filesystem::path& dir) const {
         return state()->dump_recording(dir);
     }

@@ -38,8 +38,10 @@ struct recorder_options {
     // and the next one starts with a fresh snapshot. At least 1, at most 2^26.
     std::uint32_t ring_records = 65'536;
     // How often the writer wakes to drain the ring and flush the current file: a crash
-    // loses at most about this much of the recording. Positive.
+    // loses at most about this much of the recording. Positive, at most 24 hours
+    // (max_flush_interval: a longer wait would overflow the clock's arithmetic).
     std::chrono::milliseconds flush_interval{10};
+    static constexpr std::chrono::milliseconds max_flush_interval = std::chrono::hours(24);
 };
 
 // Empty if valid, else "FIELD: why".
@@ -49,7 +51,7 @@ struct recorder_options {
 struct recording_status {
     std::uint64_t segments_started = 0;  // by the actor: segment records pushed
     std::uint64_t segments_written = 0;  // by the writer: segments whose start it wrote
-    std::uint64_t events_written = 0;    // steps the writer wrote (files or memory)
+    std::uint64_t events_written = 0;    // steps the writer wrote whole to a file (or to memory)
     std::uint64_t events_lost = 0;       // in gaps (the ring was full), the open one included
     std::uint64_t gaps = 0;              // gap records pushed
     std::uint64_t write_errors = 0;      // failed writes; after the first, nothing more is written

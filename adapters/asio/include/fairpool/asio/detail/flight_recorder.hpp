@@ -17,6 +17,7 @@
 // the writer thread the one consumer.
 #include <boost/lockfree/spsc_queue.hpp>
 #include <boost/system/error_code.hpp>
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <filesystem>
@@ -90,9 +91,10 @@ private:
     std::uint64_t events_left_ = 0;  // in the current segment
     std::uint64_t next_segment_ = 0;
     std::uint64_t lost_ = 0;  // in the open gap
-    // In a gap: the ring's room the last attempt to end it found too small. The ring only
-    // gains room when the writer drains it, so until it has more than this, each step of
-    // the gap costs one load of the writer's index, not a count of the state.
+    // In a gap: the ring's room the last attempt to end it found too small (0 before the
+    // first attempt). The ring only gains room when the writer drains it, so until it has
+    // more than this, each step of the gap costs one load of the writer's index, not a
+    // count of the state.
     std::size_t room_lacking_ = 0;
     bool in_gap_ = false;
 
@@ -164,19 +166,25 @@ inline flight_recorder::~flight_recorder() {
 }
 
 [[gnu::noinline]] inline void flight_recorder::lose_step() noexcept {
-    if (!in_gap_) room_lacking_ = ring_.write_available();
+    // The room this step lacked was its own (a step of many effects may need more than
+    // a snapshot): nothing is known yet about the room the gap's end needs, so the next
+    // start_segment measures the snapshot against the ring.
+    if (!in_gap_) room_lacking_ = 0;
     in_gap_ = true;
     ++lost_;
     bump(events_lost_);
 }
 
 inline void flight_recorder::run_writer() {
+    // validate() refuses a longer interval; a recorder made without it still must not
+    // wait until an overflowed time (an overflowed deadline is in the past: a busy loop).
+    const auto interval = std::min(options_.flush_interval, recorder_options::max_flush_interval);
     std::vector<dump_request*> serving;
     for (;;) {
         bool stop = false;
         {
             std::unique_lock lock(mutex_);
-            wake_.wait_for(lock, options_.flush_interval, [this] { return stopping_ || !requests_.empty(); });
+            wake_.wait_for(lock, interval, [this] { return stopping_ || !requests_.empty(); });
             serving.swap(requests_);
             stop = stopping_;
         }

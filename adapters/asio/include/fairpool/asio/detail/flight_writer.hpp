@@ -4,15 +4,24 @@
 // recorder's directory, or, memory_only, the last two segments kept in memory. Used by
 // one thread at a time (the recorder's writer thread; its destructor after the join).
 //
+// A segment file only ever grows by whole steps: a drain's text is formatted into a
+// batch, written at the drain's end (and whenever the batch passes a megabyte) at the
+// end of the file, its first byte last (write_batch says why). A process killed while
+// the writer writes leaves at most its last batch cut, starting with a NUL byte, which
+// fairpool-replay drops (docs/CONTRACT.md section 7.2, "Cut files").
+//
 // A failed write (a directory that cannot be made, a full disk) never reaches the
-// pool: it is counted, kept as last_error, and nothing more is written to files.
+// pool: it is counted, kept as last_error, and nothing more is written to files. The
+// file being written is cut back to its last whole step (removed if it has none), so
+// every file left is a valid trace.
 #include <boost/system/error_code.hpp>
 #include <cstdint>
 #include <deque>
 #include <filesystem>
-#include <fstream>
 #include <optional>
+#include <ostream>
 #include <sstream>
+#include <streambuf>
 #include <string>
 #include <vector>
 
@@ -22,14 +31,38 @@
 
 namespace fairpool::detail {
 
+// An ostream's buffer that appends to a string, which keeps its capacity when cleared:
+// the batch is formatted into the same memory drain after drain.
+class string_sink : public std::streambuf {
+public:
+    std::string text;
+
+protected:
+    int_type overflow(int_type c) override {
+        if (!traits_type::eq_int_type(c, traits_type::eof())) text.push_back(traits_type::to_char_type(c));
+        return traits_type::not_eof(c);
+    }
+    std::streamsize xsputn(const char* s, std::streamsize n) override {
+        text.append(s, static_cast<std::size_t>(n));
+        return n;
+    }
+};
+
 class flight_writer {
 public:
     flight_writer(recorder_options o, const core::config& resolved);
+    flight_writer(const flight_writer&) = delete;
+    flight_writer& operator=(const flight_writer&) = delete;
+    ~flight_writer();
 
     void consume(const flight_record& r);
-    // The end of a drain: the current file flushed (a crash loses at most one drain).
+    // The end of a drain: the batch written to the current file (a crash loses at most
+    // one drain).
     void flush();
-    // Copies of the retained segment files, or the in-memory segments, into `dir`.
+    // Copies of the retained segment files, or the in-memory segments, into `dir`. After
+    // a failed write too, and successfully: the files kept then are the recording up to
+    // the failure, each a valid trace, which is what the caller of a dump is after (the
+    // failure itself is in recording_status).
     [[nodiscard]] boost::system::error_code dump(const std::filesystem::path& dir);
     // The recording ends: the current file flushed and closed.
     void finish();
@@ -42,8 +75,12 @@ public:
 private:
     void begin_segment();
     void write_step();
+    void write_batch();
+    void fail_writing(int error);
     void fail(const std::string& what);
+    void close_file() noexcept;
     void keep_earlier_recording();
+    [[nodiscard]] std::filesystem::path current_path() const;
     [[nodiscard]] std::ostream* out() noexcept;
 
     const recorder_options options_;
@@ -56,7 +93,14 @@ private:
     bool open_ = false;  // a segment's start was written: steps go to out()
 
     // Directory mode.
-    std::ofstream file_;
+    int file_ = -1;                // the current segment file's descriptor
+    std::uint64_t file_size_ = 0;  // its bytes written whole: up to its last whole step
+    // Formatted, not written yet: whole steps only between records (a step is added to
+    // it once its last effect is read), and a segment's start or a gap.
+    string_sink batch_;
+    std::ostream batch_out_{&batch_};
+    std::uint64_t batch_events_ = 0;    // steps in batch_
+    std::uint64_t batch_segments_ = 0;  // segment starts in batch_
     std::deque<std::uint64_t> retained_;  // segment files present, oldest first
     bool directory_ready_ = false;
     // Memory mode: the current segment and the one before it.
@@ -65,8 +109,8 @@ private:
     std::string previous_;
     std::optional<std::uint64_t> previous_number_;
 
-    std::uint64_t segments_written_ = 0;
-    std::uint64_t events_written_ = 0;
+    std::uint64_t segments_written_ = 0;  // in directory mode: their start reached the file
+    std::uint64_t events_written_ = 0;    // in directory mode: steps that reached the file
     std::uint64_t write_errors_ = 0;
     std::string last_error_;
     bool failed_ = false;
