@@ -6,6 +6,8 @@ import os
 import re
 import subprocess
 import sys
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".", "support"))
+from gtest_cases import run_cases  # noqa: E402
 
 replay, sim, scratch = sys.argv[1], sys.argv[2], sys.argv[3]
 os.makedirs(scratch, exist_ok=True)
@@ -432,12 +434,4 @@ cases = [events_only_trace_prints_canonically_and_checks, changed_effect_fails_c
          a_last_segment_cut_at_any_byte_replays_up_to_its_last_whole_step,
          a_cut_write_marked_by_its_nul_byte_replays_up_to_the_write, whole_files_are_checked_as_before,
          a_last_segment_cut_before_its_first_event_is_left_out, segments_past_99999999_replay_in_number_order]
-failed = 0
-for case in cases:
-    try:
-        case()
-        print(f"[       OK ] replay_cli.{case.__name__} (0 ms)")
-    except AssertionError as e:
-        failed += 1
-        print(f"[  FAILED  ] replay_cli.{case.__name__} (0 ms)\n    {e}")
-sys.exit(1 if failed else 0)
+run_cases("replay_cli", cases)

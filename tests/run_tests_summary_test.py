@@ -9,6 +9,8 @@ import os
 import shutil
 import subprocess
 import sys
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".", "support"))
+from gtest_cases import run_cases  # noqa: E402
 
 run_tests, scratch = sys.argv[1], os.path.abspath(sys.argv[2])
 
@@ -108,15 +110,4 @@ def failed_count_still_ends_with_a_line():
 
 cases = [all_logs_present_and_passing, failed_install_still_ends_with_the_line, missing_testlog_counts_as_a_failure,
          stale_testlog_is_not_counted, failing_cases_are_counted, failed_count_still_ends_with_a_line]
-failed = 0
-for case in cases:
-    try:
-        case()
-        print(f"[       OK ] run_tests_summary.{case.__name__} (0 ms)")
-    except AssertionError as e:
-        failed += 1
-        print(f"[  FAILED  ] run_tests_summary.{case.__name__} (0 ms)\n    {e}")
-    except Exception as e:  # a hung or unrunnable copy: a failed case, not a crash
-        failed += 1
-        print(f"[  FAILED  ] run_tests_summary.{case.__name__} (0 ms)\n    {type(e).__name__}: {e}")
-sys.exit(1 if failed else 0)
+run_cases("run_tests_summary", cases)

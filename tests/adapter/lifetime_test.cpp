@@ -43,6 +43,20 @@ void settle(boost::asio::io_context& io) {
     }
 }
 
+// Acquires the pool's one idle slot and settles: the lease, or an empty one (a failed
+// expectation) if it was not granted at once.
+template <class Source>
+auto lease_now(Source& source, boost::asio::io_context& io) {
+    typename Source::lease_type held;
+    source.async_acquire([&held](error_code ec, typename Source::lease_type l) {
+        EXPECT_FALSE(ec);
+        held = std::move(l);
+    });
+    settle(io);
+    EXPECT_TRUE(held) << "not granted at once";
+    return held;
+}
+
 // A one-shot gate between two threads (a wait gives up after 10 s: a failure, not a hang).
 class gate {
 public:
@@ -77,12 +91,7 @@ TEST(adapter_lifetime, queued_acquire_does_not_outlive_a_destroyed_io_context) {
         auto p = make_int_pool(io);
         state = p->lifetime();
         settle(io);  // prewarmed
-        lease<int> held;
-        p->async_acquire([&held](error_code ec, lease<int> l) {
-            ASSERT_FALSE(ec);
-            held = std::move(l);
-        });
-        settle(io);
+        lease<int> held = lease_now(*p, io);
         ASSERT_TRUE(held);
         p->async_acquire([keep = std::move(handler_alive)](error_code, lease<int>) {});  // queued
         settle(io);
@@ -288,12 +297,7 @@ TEST(adapter_lifetime, a_lease_handle_and_pool_outliving_their_io_context_touch_
         });
     state = p->lifetime();
     auto h = p->make_handle();
-    lease<std::shared_ptr<int>> held;
-    h.async_acquire([&held](error_code ec, lease<std::shared_ptr<int>> l) {
-        ASSERT_FALSE(ec);
-        held = std::move(l);
-    });
-    settle(*io);
+    lease<std::shared_ptr<int>> held = lease_now(h, *io);
     ASSERT_TRUE(held);
     resource = *held;
     io.reset();  // the context goes first, with the pool, its handle and the lease alive
@@ -314,12 +318,7 @@ TEST(adapter_lifetime, a_pool_whose_deadline_timer_is_armed_outliving_its_io_con
     auto io = std::make_unique<boost::asio::io_context>();
     auto p = make_int_pool(*io);
     state = p->lifetime();
-    lease<int> held;
-    p->async_acquire([&held](error_code ec, lease<int> l) {
-        ASSERT_FALSE(ec);
-        held = std::move(l);
-    });
-    settle(*io);
+    lease<int> held = lease_now(*p, *io);
     ASSERT_TRUE(held);
     bool completed = false;
     p->async_acquire(std::chrono::hours(1), [&completed](error_code, lease<int>) { completed = true; });  // queued
@@ -353,12 +352,7 @@ TEST(adapter_lifetime, an_acquire_destroyed_unrun_clears_its_cancellation_slot) 
         }  // `other` destroyed with the delivery in it
         EXPECT_FALSE(undelivered.slot().has_handler()) << "an undelivered grant left its cancellation handler";
         settle(io);  // the slot is back
-        lease<int> held;
-        p->async_acquire([&held](error_code ec, lease<int> l) {
-            ASSERT_FALSE(ec);
-            held = std::move(l);
-        });
-        settle(io);
+        lease<int> held = lease_now(*p, io);
         ASSERT_TRUE(held);
         p->async_acquire(boost::asio::bind_cancellation_slot(abandoned.slot(), [](error_code, lease<int>) {}));
         settle(io);  // queued behind the held lease

@@ -14,32 +14,12 @@ import signal
 import subprocess
 import sys
 import time
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from gtest_cases import run_cases  # noqa: E402
+from processes import alive, children, processes, stat_of  # noqa: E402
 
 helper = sys.argv[1]
 LIMIT = 10.0
-
-
-def stat_of(pid):
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            stat = f.read()
-    except OSError:
-        return None
-    return stat[stat.rindex(")") + 2:].split()
-
-
-def alive(pid):
-    """Whether pid runs (a zombie, waiting for a parent to reap it, does not)."""
-    stat = stat_of(pid)
-    return stat is not None and stat[0] != "Z"
-
-
-def processes():
-    return [int(e) for e in os.listdir("/proc") if e.isdigit()]
-
-
-def children(pid):
-    return [p for p in processes() if (stat_of(p) or [None, None])[1] == str(pid)]
 
 
 def naming(directory):
@@ -124,13 +104,4 @@ def normal_exit_leaves_no_server():
 
 
 cases = [killed_process_group_leaves_no_server, aborted_test_leaves_no_server, normal_exit_leaves_no_server]
-failed = 0
-for case in cases:
-    start = time.monotonic()
-    try:
-        case()
-        print(f"[       OK ] postgres_orphans.{case.__name__} ({int((time.monotonic() - start) * 1000)} ms)")
-    except AssertionError as e:
-        failed += 1
-        print(f"[  FAILED  ] postgres_orphans.{case.__name__} ({int((time.monotonic() - start) * 1000)} ms)\n    {e}")
-sys.exit(1 if failed else 0)
+run_cases("postgres_orphans", cases)

@@ -10,36 +10,12 @@ import signal
 import subprocess
 import sys
 import time
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from gtest_cases import run_cases  # noqa: E402
+from processes import alive, children  # noqa: E402
 
 helper, redis_server = sys.argv[1], sys.argv[2]
 LIMIT = 10.0
-
-
-def children(pid):
-    """The pids of pid's child processes (from /proc/PID/stat)."""
-    out = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                stat = f.read()
-        except OSError:
-            continue
-        fields = stat[stat.rindex(")") + 2:].split()
-        if int(fields[1]) == pid:
-            out.append(int(entry))
-    return out
-
-
-def alive(pid):
-    """Whether pid runs (a zombie, waiting for a parent to reap it, does not)."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            stat = f.read()
-    except OSError:
-        return False
-    return stat[stat.rindex(")") + 2] != "Z"
 
 
 def died_with_its_redis(mode):
@@ -89,13 +65,4 @@ def aborted_test_leaves_no_redis_server():
 
 
 cases = [killed_test_leaves_no_redis_server, aborted_test_leaves_no_redis_server]
-failed = 0
-for case in cases:
-    start = time.monotonic()
-    try:
-        case()
-        print(f"[       OK ] redis_orphans.{case.__name__} ({int((time.monotonic() - start) * 1000)} ms)")
-    except AssertionError as e:
-        failed += 1
-        print(f"[  FAILED  ] redis_orphans.{case.__name__} ({int((time.monotonic() - start) * 1000)} ms)\n    {e}")
-sys.exit(1 if failed else 0)
+run_cases("redis_orphans", cases)
