@@ -16,7 +16,7 @@ import sys
 import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
 from gtest_cases import run_cases  # noqa: E402
-from processes import alive, children, processes, stat_of  # noqa: E402
+from processes import alive, children, processes  # noqa: E402
 
 helper = sys.argv[1]
 LIMIT = 10.0
