@@ -134,12 +134,7 @@ void flight_writer::begin_segment() {
     file_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
     if (file_ < 0) return fail("opening " + path.string() + ": " + error_text(errno));
     file_size_ = 0;
-    retained_.push_back(s.number);
-    while (retained_.size() > options_.keep_segments) {
-        std::error_code ec;
-        fs::remove(options_.directory / file_name(retained_.front()), ec);
-        retained_.pop_front();
-    }
+    retained_.push_back(s.number);  // the oldest goes once this one holds its start
     trace::write_header_v2(batch_out_, config_, info, snapshot_);
     ++batch_segments_;
     open_ = true;
@@ -188,9 +183,20 @@ void flight_writer::write_batch() {
     if (error == 0) error = write_at(file_, text.substr(0, 1), file_size_);
     if (error != 0) return fail_writing(error);
     file_size_ += text.size();
+    forget_old_segments();
     events_written_ += std::exchange(batch_events_, 0);
     segments_written_ += std::exchange(batch_segments_, 0);
     batch_.text.clear();
+}
+
+// Beyond keep_segments, the oldest files are deleted, but only once the newest holds a
+// whole start: a process killed before that still leaves keep_segments files to replay.
+void flight_writer::forget_old_segments() {
+    while (retained_.size() > options_.keep_segments) {
+        std::error_code ec;
+        fs::remove(options_.directory / file_name(retained_.front()), ec);
+        retained_.pop_front();
+    }
 }
 
 // A write failed (a full disk): the file is cut back to its last whole step, so that

@@ -76,6 +76,7 @@ private:
     void begin_segment();
     void write_step();
     void write_batch();
+    void forget_old_segments();
     void fail_writing(int error);
     void fail(const std::string& what);
     void close_file() noexcept;
