@@ -15,14 +15,14 @@ from gtest_cases import run_cases  # noqa: E402
 run_tests, scratch = sys.argv[1], os.path.abspath(sys.argv[2])
 
 # meson: `setup DIR` makes DIR/build.ninja; `introspect` lists nothing; `test -C DIR`
-# writes DIR/meson-logs/testlog.json from $STUB_LOGS/DIR if there is one, else nothing,
-# and exits with $STUB_TEST_STATUS.
+# writes DIR/meson-logs/testlog.json from $STANDIN_LOGS/DIR if there is one, else nothing,
+# and exits with $STANDIN_TEST_STATUS.
 MESON = """#!/bin/sh
 case $1 in
   setup) mkdir -p "$2" && touch "$2/build.ninja" ;;
   introspect) echo '[]' ;;
-  test) if [ -f "$STUB_LOGS/$3" ]; then mkdir -p "$3/meson-logs" && cp "$STUB_LOGS/$3" "$3/meson-logs/testlog.json"; fi
-        exit "${STUB_TEST_STATUS:-0}" ;;
+  test) if [ -f "$STANDIN_LOGS/$3" ]; then mkdir -p "$3/meson-logs" && cp "$STANDIN_LOGS/$3" "$3/meson-logs/testlog.json"; fi
+        exit "${STANDIN_TEST_STATUS:-0}" ;;
 esac
 """
 VARIANTS = ["build", "build-clang", "build-asan", "build-tsan", "build-fuzz"]
@@ -48,12 +48,12 @@ def run(case, install_status=0, logs=None, test_status=0, stale=(), broken_pytho
         with open(os.path.join(root, variant, "meson-logs", "testlog.json"), "w") as f:
             f.write(testlog(5, 0))
     shutil.copy(run_tests, os.path.join(root, "tools", "run-tests"))
-    stubs = {"tools/install-deps": f"#!/bin/sh\necho 'install-deps: stand-in'\nexit {install_status}\n",
+    stand_ins = {"tools/install-deps": f"#!/bin/sh\necho 'install-deps: stand-in'\nexit {install_status}\n",
              "tools/run-clang-tidy": "#!/bin/sh\nexit 0\n", "tools/check-coverage": "#!/bin/sh\nexit 0\n",
              "bin/meson": MESON, "bin/ninja": "#!/bin/sh\nexit 0\n"}
     if broken_python:
-        stubs["bin/python3"] = "#!/bin/sh\nexit 1\n"
-    for path, text in stubs.items():
+        stand_ins["bin/python3"] = "#!/bin/sh\nexit 1\n"
+    for path, text in stand_ins.items():
         with open(os.path.join(root, path), "w") as f:
             f.write(text)
         os.chmod(os.path.join(root, path), 0o755)
@@ -61,7 +61,7 @@ def run(case, install_status=0, logs=None, test_status=0, stale=(), broken_pytho
         with open(os.path.join(root, "logs", variant), "w") as f:
             f.write(text)
     env = dict(os.environ, PATH=os.path.join(root, "bin") + ":" + os.environ["PATH"],
-               STUB_LOGS=os.path.join(root, "logs"), STUB_TEST_STATUS=str(test_status))
+               STANDIN_LOGS=os.path.join(root, "logs"), STANDIN_TEST_STATUS=str(test_status))
     env.pop("FAIRPOOL_SETUP", None)
     out = subprocess.run([os.path.join(root, "tools", "run-tests")], cwd=root, env=env, capture_output=True,
                          text=True, timeout=120)

@@ -7,16 +7,13 @@
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/executor_work_guard.hpp>
-#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <future>
 #include <stdexcept>
 #include <string>
 #include <thread>
-#include <vector>
 
 #include <unistd.h>
 
@@ -246,8 +243,7 @@ TEST(isolation_threads, a_resize_racing_the_close_is_either_fed_before_the_shutd
         pool_options o;
         o.scheduler.max_slots = 2;
         o.scheduler.min_slots = 0;
-        o.recording = recorder_options{};
-        o.recording->memory_only = true;
+        o.recording = whole_test_in_memory();
         auto p = std::make_unique<pool<int>>(io.get_executor(), o, []() -> boost::asio::awaitable<int> { co_return 1; });
         std::atomic<int> accepted{0};
         std::thread resizer([&] {
@@ -263,18 +259,14 @@ TEST(isolation_threads, a_resize_racing_the_close_is_either_fed_before_the_shutd
         drained.get_future().wait();
         std::filesystem::remove_all(dir);
         ASSERT_FALSE(p->dump_recording(dir));
-        std::vector<std::filesystem::path> files(std::filesystem::directory_iterator(dir), {});
-        std::sort(files.begin(), files.end());  // segment-NNNNNNNN.trace: in order
+        const auto files = segment_files(dir);
+        ASSERT_EQ(files.size(), 1u);
         bool shut = false;
-        for (const auto& file : files) {
-            std::ifstream in(file);
-            for (std::string line; std::getline(in, line);) {
-                if (line.rfind('@', 0) != 0) continue;
-                if (line.find(" shutdown") != std::string::npos) shut = true;
-                if (line.find(" resize ") != std::string::npos) {
-                    ASSERT_FALSE(shut) << "run " << run << ": a resize fed after the shutdown: " << line;
-                    ++runs_with_a_resize_fed;
-                }
+        for (const trace::step& s : read_segment(files.front()).steps) {
+            if (s.event.kind == core::event_kind::shutdown) shut = true;
+            if (s.event.kind == core::event_kind::resize) {
+                ASSERT_FALSE(shut) << "run " << run << ": a resize fed after the shutdown, line " << s.line;
+                ++runs_with_a_resize_fed;
             }
         }
         ASSERT_TRUE(shut);

@@ -21,6 +21,7 @@
 #include "fairpool/asio/recorder_options.hpp"
 #include "fairpool/core/scheduler.hpp"
 #include "fairpool/trace/read.hpp"
+#include "fairpool/trace/segment_order.hpp"
 #include "fairpool/trace/snapshots.hpp"
 
 namespace fairpool::testing {
@@ -49,17 +50,15 @@ private:
     std::filesystem::path path_;
 };
 
-// The segment files of a directory (segment-*.trace), in segment order: by the number
-// in the name, which has 8 digits up to segment 99999999 and more after it (so not in
-// name order: segment-100000000.trace sorts before segment-99999999.trace as a string).
+// The segment files of a directory (segment-*.trace), in segment order
+// (trace::segment_order_key: by the number in the name, not by name).
 inline std::vector<std::filesystem::path> segment_files(const std::filesystem::path& dir) {
-    std::vector<std::pair<std::string, std::filesystem::path>> files;  // {number padded to 20 digits, path}
+    std::vector<std::pair<std::string, std::filesystem::path>> files;  // {order key, path}
     std::error_code ec;
     for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
         const std::string name = entry.path().filename().string();
-        if (!name.starts_with("segment-") || !name.ends_with(".trace")) continue;
-        const std::string number = name.substr(8, name.size() - 8 - 6);
-        files.emplace_back(std::string(number.size() < 20 ? 20 - number.size() : 0, '0') + number, entry.path());
+        if (name.starts_with("segment-") && name.ends_with(".trace"))
+            files.emplace_back(trace::segment_order_key(name), entry.path());
     }
     std::sort(files.begin(), files.end());
     std::vector<std::filesystem::path> paths;

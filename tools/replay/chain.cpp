@@ -13,8 +13,9 @@
 
 #include "fairpool/core/scheduler.hpp"
 #include "fairpool/trace/format.hpp"
-#include "fairpool/trace/snapshots.hpp"
 #include "fairpool/trace/read.hpp"
+#include "fairpool/trace/segment_order.hpp"
+#include "fairpool/trace/snapshots.hpp"
 
 namespace fairpool::replay {
 
@@ -29,15 +30,6 @@ std::variant<input, input_error> parsed(const std::string& file, trace::read_res
     return input{file, std::move(std::get<trace::trace>(read))};
 }
 
-std::variant<input, input_error> read_one(const std::string& path) {
-    std::ifstream file;
-    if (path != "-") {
-        file.open(path);
-        if (!file) return input_error{path + ": cannot open: " + std::strerror(errno)};
-    }
-    return parsed(name_of(path), trace::read(path == "-" ? std::cin : file));
-}
-
 std::variant<std::string, input_error> text_of(const std::string& path) {
     std::ifstream file;
     if (path != "-") {
@@ -48,6 +40,12 @@ std::variant<std::string, input_error> text_of(const std::string& path) {
     text << (path == "-" ? std::cin : file).rdbuf();
     if ((path == "-" ? std::cin : file).bad()) return input_error{name_of(path) + ": read error"};
     return std::move(text).str();
+}
+
+std::variant<input, input_error> read_one(const std::string& path) {
+    auto text = text_of(path);
+    if (auto* e = std::get_if<input_error>(&text)) return std::move(*e);
+    return parsed(name_of(path), trace::read(std::get<std::string>(text)));
 }
 
 // Where a file its recorder was writing when its process died was cut, if it was: at
@@ -114,36 +112,23 @@ std::variant<input, input_error, left_out> read_last(const std::string& path, bo
         }
         const std::string start_cut =
             file + ": cut before its first event (its process ended while writing the segment's start)";
-        if (cut_in_its_start(kept, read) && after_others) {
+        const bool in_its_start = cut_in_its_start(kept, read);
+        if (in_its_start && after_others) {
             notices.push_back(start_cut + "; left out of the recording");
             return left_out{};
         }
-        if (cut_in_its_start(kept, read) && !whole.empty()) return input_error{start_cut + ": nothing to replay"};
+        if (in_its_start && !whole.empty()) return input_error{start_cut + ": nothing to replay"};
     }
     return as_last(parsed(file, trace::read(std::get<std::string>(text))));
 }
 
-// A directory's files in segment order: a recorder numbers them segment-00000000.trace,
-// segment-00000001.trace, …, with more digits past 99999999, so segment-100000000.trace
-// comes after segment-99999999.trace although it sorts before it as a string. The key
-// pads the number of a segment-N.trace name to 20 digits; other names are their own.
-std::string order_key(const std::filesystem::path& p) {
-    const std::string name = p.filename().string();
-    const std::string_view prefix = "segment-", suffix = ".trace";
-    if (name.size() <= prefix.size() + suffix.size() || !name.starts_with(prefix) || !name.ends_with(suffix))
-        return name;
-    const std::string number = name.substr(prefix.size(), name.size() - prefix.size() - suffix.size());
-    if (number.size() > 20 || number.find_first_not_of("0123456789") != std::string::npos) return name;
-    return std::string(prefix) + std::string(20 - number.size(), '0') + number + std::string(suffix);
-}
-
-// The *.trace files of a directory, in segment order (order_key; then by name).
+// The *.trace files of a directory, in segment order (trace::segment_order_key).
 std::variant<std::vector<std::string>, input_error> traces_in(const std::string& directory) {
     std::error_code error;
     std::vector<std::pair<std::string, std::string>> files;  // {order_key, path}
     for (std::filesystem::directory_iterator it(directory, error), end; !error && it != end; it.increment(error))
         if (it->path().extension() == ".trace" && !it->is_directory(error))
-            files.emplace_back(order_key(it->path()), it->path().string());
+            files.emplace_back(trace::segment_order_key(it->path().filename().string()), it->path().string());
     if (error) return input_error{directory + ": cannot read the directory: " + error.message()};
     if (files.empty()) return input_error{directory + ": no *.trace file in the directory"};
     std::sort(files.begin(), files.end());

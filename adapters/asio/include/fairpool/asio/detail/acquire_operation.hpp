@@ -256,20 +256,22 @@ private:
     }
 
     // A delivery destroyed without running (out of line: every delivery's moved-from
-    // copy is destroyed on the round trip's path). Like every way out of an operation,
-    // it clears the handler's cancellation slot: a cancellation emitted later must not
-    // reach a pool state that may be gone.
+    // copy is destroyed on the round trip's path).
     [[gnu::noinline]] void drop_delivery() noexcept {
-        boost::asio::get_associated_cancellation_slot(handler_).clear();
         const outcome out = outcome_;
-        std::shared_ptr<State> state = free_delivered(handler_allocator());
+        std::shared_ptr<State> state = free_unrun();
         if (!out.ec) state->release(out.slot, out.lease, core::release_outcome::clean, state);
     }
 
     // Frees the operation and its handler without invoking it.
-    void finish_without_upcall() noexcept {
+    void finish_without_upcall() noexcept { free_unrun(); }
+
+    // The way out without an upcall. Like deliver, it clears the handler's cancellation
+    // slot first: a cancellation emitted later must not reach a pool state that may be
+    // gone.
+    std::shared_ptr<State> free_unrun() noexcept {
         boost::asio::get_associated_cancellation_slot(handler_).clear();
-        free_delivered(handler_allocator());
+        return free_delivered(handler_allocator());
     }
 
     [[nodiscard]] allocator_type handler_allocator() const noexcept {
