@@ -436,6 +436,78 @@ fairpool_handle_wait_seconds_max{pool="db",tenant="b\"eta"} 1.0002515
 )");
 }
 
+// Two pools' handles in one exposition: each family's # HELP and # TYPE once (a scrape
+// with a family twice is refused), then the first pool's samples, then the second's.
+TEST(isolation_prometheus, two_pools_handles_give_each_family_once) {
+    handle_stats alpha, beta, gamma;
+    alpha.acquires = 3, alpha.grants = 2, alpha.rejected_busy = 1, alpha.leases_out = 1, alpha.leases_out_max = 2;
+    alpha.wait_total_ns = 1'500'000'000, alpha.wait_max_ns = 1'000'000'000;
+    beta.acquires = 1, beta.rejected_timeout = 1;
+    gamma.acquires = 5, gamma.grants = 5, gamma.leases_out_max = 1, gamma.wait_total_ns = 250, gamma.wait_max_ns = 100;
+    const prometheus_handle db[] = {{"alpha", alpha}, {"beta", beta}};
+    const prometheus_handle cache[] = {{"gamma", gamma}};
+    const prometheus_pool_handles pools[] = {{"db", db}, {"cache", cache}};
+    std::string text;
+    append_prometheus_handles(text, pools);
+    EXPECT_EQ(text, R"(# HELP fairpool_handle_acquires_total Acquires of the handle that reached the scheduler.
+# TYPE fairpool_handle_acquires_total counter
+fairpool_handle_acquires_total{pool="db",tenant="alpha"} 3
+fairpool_handle_acquires_total{pool="db",tenant="beta"} 1
+fairpool_handle_acquires_total{pool="cache",tenant="gamma"} 5
+# HELP fairpool_handle_grants_total Acquires of the handle granted a resource.
+# TYPE fairpool_handle_grants_total counter
+fairpool_handle_grants_total{pool="db",tenant="alpha"} 2
+fairpool_handle_grants_total{pool="db",tenant="beta"} 0
+fairpool_handle_grants_total{pool="cache",tenant="gamma"} 5
+# HELP fairpool_handle_rejections_total Acquires of the handle rejected, by reason.
+# TYPE fairpool_handle_rejections_total counter
+fairpool_handle_rejections_total{pool="db",tenant="alpha",reason="saturated"} 0
+fairpool_handle_rejections_total{pool="db",tenant="alpha",reason="timeout"} 0
+fairpool_handle_rejections_total{pool="db",tenant="alpha",reason="cancelled"} 0
+fairpool_handle_rejections_total{pool="db",tenant="alpha",reason="deregistered"} 0
+fairpool_handle_rejections_total{pool="db",tenant="alpha",reason="closed"} 0
+fairpool_handle_rejections_total{pool="db",tenant="alpha",reason="busy"} 1
+fairpool_handle_rejections_total{pool="db",tenant="beta",reason="saturated"} 0
+fairpool_handle_rejections_total{pool="db",tenant="beta",reason="timeout"} 1
+fairpool_handle_rejections_total{pool="db",tenant="beta",reason="cancelled"} 0
+fairpool_handle_rejections_total{pool="db",tenant="beta",reason="deregistered"} 0
+fairpool_handle_rejections_total{pool="db",tenant="beta",reason="closed"} 0
+fairpool_handle_rejections_total{pool="db",tenant="beta",reason="busy"} 0
+fairpool_handle_rejections_total{pool="cache",tenant="gamma",reason="saturated"} 0
+fairpool_handle_rejections_total{pool="cache",tenant="gamma",reason="timeout"} 0
+fairpool_handle_rejections_total{pool="cache",tenant="gamma",reason="cancelled"} 0
+fairpool_handle_rejections_total{pool="cache",tenant="gamma",reason="deregistered"} 0
+fairpool_handle_rejections_total{pool="cache",tenant="gamma",reason="closed"} 0
+fairpool_handle_rejections_total{pool="cache",tenant="gamma",reason="busy"} 0
+# HELP fairpool_handle_leases_out Leases of the handle out now.
+# TYPE fairpool_handle_leases_out gauge
+fairpool_handle_leases_out{pool="db",tenant="alpha"} 1
+fairpool_handle_leases_out{pool="db",tenant="beta"} 0
+fairpool_handle_leases_out{pool="cache",tenant="gamma"} 0
+# HELP fairpool_handle_leases_out_max The most leases of the handle out at once.
+# TYPE fairpool_handle_leases_out_max gauge
+fairpool_handle_leases_out_max{pool="db",tenant="alpha"} 2
+fairpool_handle_leases_out_max{pool="db",tenant="beta"} 0
+fairpool_handle_leases_out_max{pool="cache",tenant="gamma"} 1
+# HELP fairpool_handle_wait_seconds_total Time from acquire to grant, summed over the handle's grants.
+# TYPE fairpool_handle_wait_seconds_total counter
+fairpool_handle_wait_seconds_total{pool="db",tenant="alpha"} 1.5
+fairpool_handle_wait_seconds_total{pool="db",tenant="beta"} 0
+fairpool_handle_wait_seconds_total{pool="cache",tenant="gamma"} 0.00000025
+# HELP fairpool_handle_wait_seconds_max The longest time from acquire to grant of one of the handle's grants.
+# TYPE fairpool_handle_wait_seconds_max gauge
+fairpool_handle_wait_seconds_max{pool="db",tenant="alpha"} 1
+fairpool_handle_wait_seconds_max{pool="db",tenant="beta"} 0
+fairpool_handle_wait_seconds_max{pool="cache",tenant="gamma"} 0.0000001
+)");
+    // One pool through the span is the single-pool overload's text.
+    std::string one;
+    append_prometheus_handles(one, "db", db);
+    std::string through_span;
+    append_prometheus_handles(through_span, std::span(pools, 1));
+    EXPECT_EQ(one, through_span);
+}
+
 // --- Recording -------------------------------------------------------------------------
 
 // Capped handles (an option and the config's), a resize that grows and one that shrinks

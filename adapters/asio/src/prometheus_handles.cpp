@@ -27,26 +27,35 @@ void append_series(std::string& out, std::string_view name, std::string_view poo
     out += "\"} ";
 }
 
+
 using count_of = std::uint64_t handle_stats::*;
 
-void append_counts(std::string& out, std::string_view pool, std::span<const prometheus_handle> handles,
-                   std::string_view name, std::string_view type, std::string_view help, count_of member) {
+// One family: its # HELP and # TYPE, then `sample(pool label, handle)` for every handle
+// of every pool, pool by pool.
+template <class Sample>
+void append_per_handle(std::string& out, std::span<const prometheus_pool_handles> pools, std::string_view name,
+                       std::string_view type, std::string_view help, Sample sample) {
     append_family(out, name, type, help);
-    for (const prometheus_handle& h : handles) {
+    for (const prometheus_pool_handles& pool : pools)
+        for (const prometheus_handle& h : pool.handles) sample(pool.label, h);
+}
+
+void append_counts(std::string& out, std::span<const prometheus_pool_handles> pools, std::string_view name,
+                   std::string_view type, std::string_view help, count_of member) {
+    append_per_handle(out, pools, name, type, help, [&](std::string_view pool, const prometheus_handle& h) {
         append_series(out, name, pool, h.tenant);
         append_u64(out, h.stats.*member);
         out += '\n';
-    }
+    });
 }
 
-void append_seconds(std::string& out, std::string_view pool, std::span<const prometheus_handle> handles,
-                    std::string_view name, std::string_view type, std::string_view help, count_of member) {
-    append_family(out, name, type, help);
-    for (const prometheus_handle& h : handles) {
+void append_seconds(std::string& out, std::span<const prometheus_pool_handles> pools, std::string_view name,
+                    std::string_view type, std::string_view help, count_of member) {
+    append_per_handle(out, pools, name, type, help, [&](std::string_view pool, const prometheus_handle& h) {
         append_series(out, name, pool, h.tenant);
         append_seconds_exact(out, h.stats.*member);
         out += '\n';
-    }
+    });
 }
 
 // The scheduler's reasons in core::reject_reason's order (fairpool_rejections_total's),
@@ -64,25 +73,31 @@ constexpr std::array<std::pair<std::string_view, count_of>, 6> rejection_reasons
 
 void append_prometheus_handles(std::string& out, std::string_view pool_label,
                                std::span<const prometheus_handle> handles) {
-    append_counts(out, pool_label, handles, "fairpool_handle_acquires_total", "counter",
+    const prometheus_pool_handles one[] = {{pool_label, handles}};
+    append_prometheus_handles(out, one);
+}
+
+void append_prometheus_handles(std::string& out, std::span<const prometheus_pool_handles> pools) {
+    append_counts(out, pools, "fairpool_handle_acquires_total", "counter",
                   "Acquires of the handle that reached the scheduler.", &handle_stats::acquires);
-    append_counts(out, pool_label, handles, "fairpool_handle_grants_total", "counter",
-                  "Acquires of the handle granted a resource.", &handle_stats::grants);
+    append_counts(out, pools, "fairpool_handle_grants_total", "counter", "Acquires of the handle granted a resource.",
+                  &handle_stats::grants);
     constexpr std::string_view rejections = "fairpool_handle_rejections_total";
-    append_family(out, rejections, "counter", "Acquires of the handle rejected, by reason.");
-    for (const prometheus_handle& h : handles)
-        for (const auto& [reason, member] : rejection_reasons) {
-            append_series(out, rejections, pool_label, h.tenant, reason);
-            append_u64(out, h.stats.*member);
-            out += '\n';
-        }
-    append_counts(out, pool_label, handles, "fairpool_handle_leases_out", "gauge",
-                  "Leases of the handle out now.", &handle_stats::leases_out);
-    append_counts(out, pool_label, handles, "fairpool_handle_leases_out_max", "gauge",
-                  "The most leases of the handle out at once.", &handle_stats::leases_out_max);
-    append_seconds(out, pool_label, handles, "fairpool_handle_wait_seconds_total", "counter",
+    append_per_handle(out, pools, rejections, "counter", "Acquires of the handle rejected, by reason.",
+                      [&](std::string_view pool, const prometheus_handle& h) {
+                          for (const auto& [reason, member] : rejection_reasons) {
+                              append_series(out, rejections, pool, h.tenant, reason);
+                              append_u64(out, h.stats.*member);
+                              out += '\n';
+                          }
+                      });
+    append_counts(out, pools, "fairpool_handle_leases_out", "gauge", "Leases of the handle out now.",
+                  &handle_stats::leases_out);
+    append_counts(out, pools, "fairpool_handle_leases_out_max", "gauge", "The most leases of the handle out at once.",
+                  &handle_stats::leases_out_max);
+    append_seconds(out, pools, "fairpool_handle_wait_seconds_total", "counter",
                    "Time from acquire to grant, summed over the handle's grants.", &handle_stats::wait_total_ns);
-    append_seconds(out, pool_label, handles, "fairpool_handle_wait_seconds_max", "gauge",
+    append_seconds(out, pools, "fairpool_handle_wait_seconds_max", "gauge",
                    "The longest time from acquire to grant of one of the handle's grants.",
                    &handle_stats::wait_max_ns);
 }

@@ -10,6 +10,8 @@
 // Each family's # HELP and # TYPE come once, then a sample per handle, every rejection
 // reason listed (zeros included). Tenant names should be distinct within a pool: two
 // handles of one name give two samples of one series, which a scrape must not contain.
+// Calling it twice on one string, for two pools, repeats the # HELP/# TYPE lines, which
+// a scrape must not contain either: give several pools' handles to the span overload.
 #include <span>
 #include <string>
 #include <string_view>
@@ -25,5 +27,16 @@ struct prometheus_handle {
 
 void append_prometheus_handles(std::string& out, std::string_view pool_label,
                                std::span<const prometheus_handle> handles);
+
+// Several pools' handles in one exposition: each family once, then the samples of every
+// handle of the first pool, of the second, and so on.
+//
+//   const fairpool::prometheus_pool_handles pools[] = {{"db", db_handles}, {"cache", cache_handles}};
+//   fairpool::append_prometheus_handles(body, pools);
+struct prometheus_pool_handles {
+    std::string_view label;
+    std::span<const prometheus_handle> handles;
+};
+void append_prometheus_handles(std::string& out, std::span<const prometheus_pool_handles> pools);
 
 }  // namespace fairpool
