@@ -17,7 +17,8 @@ namespace fairpool::trace {
 [[nodiscard]] std::string format(const core::effect& f);
 // "waiter id=3 handle=1 arrived_at=10 arrival=2 deadline=500" (section 7.2)
 [[nodiscard]] std::string format(const core::snapshot_record& r);
-// "config max_slots=4 min_slots=0 …": every key in table order, with the value in force.
+// "config max_slots=4 min_slots=0 …": every key in table order, with the value in force
+// (max_leases_per_handle only when not 0, slot_capacity only when not max_slots).
 [[nodiscard]] std::string format_canonical(const core::config& c);
 
 }  // namespace fairpool::trace

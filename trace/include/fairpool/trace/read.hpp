@@ -1,5 +1,5 @@
 #pragma once
-// Reading trace format v1. Accepts fields in any order; refuses unknown or repeated
+// Reading trace formats v1 and v2 (docs/CONTRACT.md sections 7 and 7.2). Accepts fields in any order; refuses unknown or repeated
 // keys, missing fields, numbers that are not plain ASCII decimal u64 (no sign, no
 // overflow), slots ≥ 65536, unknown events, effects, reasons and error codes, a missing
 // or wrong header or config line, an effect or error before any event, two `!` records

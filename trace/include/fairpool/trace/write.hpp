@@ -1,6 +1,7 @@
 #pragma once
 // Writing the canonical trace: the header, the canonical config line (every key, in
-// table order, with its value in force), and each event followed by its effects and
+// table order, with its value in force; max_leases_per_handle only when not 0 and
+// slot_capacity only when not max_slots), and each event followed by its effects and
 // its error, if any. Comments and blank lines are not kept.
 #include <ostream>
 #include <optional>
