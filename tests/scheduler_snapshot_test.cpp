@@ -388,6 +388,52 @@ TEST_F(refusal, ABackoffWithoutFailures) {
     expect_refused(0, "backoff_end is 0 exactly when spawn_failures_in_a_row is 0");
 }
 
+// The backoff of decision 6 ends at a failure's now (0..now) + the delay of that many
+// failures in a row: any other end is a state no scheduler reaches.
+TEST_F(refusal, ABackoffEndNoFailureGives) {
+    nth<snapshot_begin>().spawn_failures_in_a_row = 2;  // delay min(100000000 x 2, 30000000000)
+    nth<snapshot_begin>().backoff_end = 202 + 200'000'000;  // a failure at now: valid
+    { scheduler restored(c, valid, 1); }
+    nth<snapshot_begin>().backoff_end = 200'000'000;  // a failure at 0: valid
+    { scheduler restored(c, valid, 1); }
+    nth<snapshot_begin>().backoff_end = 202 + 200'000'001;  // a failure after now
+    expect_refused(0, "backoff_end 200000203 is not a failure's time (0..now) + 200000000, the delay of 2 "
+                      "failures in a row");
+    nth<snapshot_begin>().backoff_end = 199'999'999;  // a failure before 0
+    expect_refused(0, "backoff_end 199999999 is not a failure's time (0..now) + 200000000, the delay of 2 "
+                      "failures in a row");
+}
+
+// A lease is reported once its leak is due (step 2), and only then: with leak_threshold
+// a leased slot whose report is not due yet is still unreported.
+TEST_F(refusal, ALeaseReportedBeforeItsLeakWasDue) {
+    nth<snapshot_slot>(0).leak_unreported = false;  // granted at 2, leak_threshold 1000, now 202
+    expect_refused(1, "slot 0: a lease reported before its leak was due");
+}
+
+// Only a stale idle slot is checked on checkout, and only check_after_idle makes one
+// stale: with keepalive alone every check is a keepalive check.
+TEST_F(refusal, ACheckOnCheckoutWithoutCheckAfterIdle) {
+    c.check_after_idle = 0;
+    c.keepalive_interval = 100'000;
+    nth<snapshot_slot>(1).keepalive_check = true;  // a keepalive check: valid
+    { scheduler restored(c, valid, 1); }
+    nth<snapshot_slot>(1).keepalive_check = false;
+    expect_refused(2, "slot 1: a check on checkout without check_after_idle");
+}
+
+// A waiter's effective deadline is at most its acquire's now + acquire_timeout
+// (decision 1).
+TEST_F(refusal, AWaiterDeadlineLaterThanAcquireTimeoutAllows) {
+    c.acquire_timeout = 10'000;  // waiter 3 (at 200, deadline 5000) is valid; waiter 4 has none
+    expect_refused(index_of(nth<snapshot_waiter>(1)), "waiter id=4: a deadline after arrived_at + acquire_timeout");
+    nth<snapshot_waiter>(1).deadline = 201 + 10'000;
+    nth<snapshot_waiter>(2).deadline = 202 + 10'000;
+    { scheduler restored(c, valid, 1); }
+    nth<snapshot_waiter>(2).deadline = 202 + 10'001;
+    expect_refused(index_of(nth<snapshot_waiter>(2)), "waiter id=5: a deadline after arrived_at + acquire_timeout");
+}
+
 // A count the steps add 1 to, at 2^64-1, would wrap at its next step (lease 0, an
 // arrival below the one before it, ...).
 TEST_F(refusal, CountsThatWouldWrap) {

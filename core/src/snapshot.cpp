@@ -61,6 +61,12 @@ std::uint32_t u32(std::uint64_t v) noexcept { return static_cast<std::uint32_t>(
 
 std::string slot_name(std::uint32_t s) { return "slot " + std::to_string(s); }
 
+// Decision 6: the delay after `failures` spawn failures in a row (failures >= 1).
+nanos backoff_delay(std::uint64_t failures, nanos initial, nanos max) noexcept {
+    const std::uint64_t shift = failures - 1;
+    return shift >= 64 || initial > (never >> shift) ? max : std::min(initial << shift, max);
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------------
@@ -272,6 +278,14 @@ void scheduler::restore_scalars(const snapshot_begin& b) {
     if (b.idle_seq == last_count) refuse(0, "idle_seq at 2^64-1 (the next idle slot would wrap it)");
     if (b.spawn_failures_in_a_row == last_count)
         refuse(0, "spawn_failures_in_a_row at 2^64-1 (the next failure would wrap it)");
+    if (b.spawn_failures_in_a_row > 0) {  // the last failure's now, 0..now, + its delay
+        const nanos delay =
+            backoff_delay(b.spawn_failures_in_a_row, config_.spawn_backoff_initial, config_.spawn_backoff_max);
+        if (b.backoff_end < delay || b.backoff_end > saturating_add(b.now, delay))
+            refuse(0, "backoff_end " + std::to_string(b.backoff_end) + " is not a failure's time (0..now) + " +
+                          std::to_string(delay) + ", the delay of " + std::to_string(b.spawn_failures_in_a_row) +
+                          " failures in a row");
+    }
     started_ = b.started;
     shutting_down_ = b.shutting_down;
     closed_ = b.closed;
@@ -299,6 +313,9 @@ void scheduler::restore_slot(std::size_t i, const snapshot_slot& r, std::int64_t
         refuse(i, name + ": checking without check_after_idle or keepalive_interval");
     if (r.state == slot_state::resetting && !config_.reset_on_release) refuse(i, name + ": resetting without reset_on_release");
     if (r.keepalive_check && config_.keepalive_interval == 0) refuse(i, name + ": a keepalive check without keepalive_interval");
+    // Only a stale slot is checked on checkout, and only check_after_idle makes one stale.
+    if (r.state == slot_state::checking && !r.keepalive_check && config_.check_after_idle == 0)
+        refuse(i, name + ": a check on checkout without check_after_idle");
     if (config_.max_lifetime == 0 && r.expires_at != never) refuse(i, name + ": expires_at without max_lifetime");
     if (r.granted_at > now_ || r.verified_at > now_ || r.idle_since > now_) refuse(i, name + ": a time after now");
     if (fields_of(r.state).idle_seq && r.idle_seq >= idle_seq_) refuse(i, name + ": idle_seq not below the snapshot's");
@@ -320,6 +337,10 @@ void scheduler::restore_slot(std::size_t i, const snapshot_slot& r, std::int64_t
             if (r.leak_unreported && config_.leak_threshold == 0) refuse(i, name + ": an unreported lease without leak_threshold");
             if (r.leak_unreported && reached(saturating_add(r.granted_at, config_.leak_threshold), now_))
                 refuse(i, name + ": a leak report due at or before now");
+            // A grant leaves its lease unreported (leak_threshold > 0) until the report is due.
+            if (!r.leak_unreported && config_.leak_threshold > 0 &&
+                !reached(saturating_add(r.granted_at, config_.leak_threshold), now_))
+                refuse(i, name + ": a lease reported before its leak was due");
             break;
         case slot_state::checking:
         case slot_state::resetting:
@@ -400,6 +421,9 @@ const scheduler::waiter_record* scheduler::restore_waiter(std::size_t i, const s
     if (r.arrived_at > now_ || (previous != nullptr && r.arrived_at < previous->arrived_at))
         refuse(i, name + ": arrived_at after now, or before the waiter queued before it");
     if (reached(r.deadline, now_)) refuse(i, name + ": a deadline at or before now");
+    // Decision 1: the effective deadline is at most the acquire's now + acquire_timeout.
+    if (config_.acquire_timeout > 0 && r.deadline > saturating_add(r.arrived_at, config_.acquire_timeout))
+        refuse(i, name + ": a deadline after arrived_at + acquire_timeout");
     const std::uint32_t w = free_waiters_.back();
     free_waiters_.pop_back();
     waiters_[w] = {r.id, r.deadline, r.arrived_at, r.arrival, h};
