@@ -434,6 +434,21 @@ TEST_F(refusal, AWaiterDeadlineLaterThanAcquireTimeoutAllows) {
     expect_refused(index_of(nth<snapshot_waiter>(2)), "waiter id=5: a deadline after arrived_at + acquire_timeout");
 }
 
+// A lifetime starts at the slot's `spawned`, no later than its idle time (idle,
+// checking), its grant (leased) or now (resetting), and lasts at most max_lifetime: a
+// later expiry would keep the slot past its lifetime.
+TEST_F(refusal, AnExpiryLaterThanMaxLifetimeAfterTheSpawn) {
+    c.max_lifetime = 1'000'000;
+    nth<snapshot_slot>(0).expires_at = 2 + 1'000'000;  // leased, granted at 2
+    nth<snapshot_slot>(1).expires_at = 4 + 1'000'000;  // checking, idle since 4
+    { scheduler restored(c, valid, 1); }
+    nth<snapshot_slot>(1).expires_at = 4 + 1'000'001;
+    expect_refused(2, "slot 1: expires_at after its idle time + max_lifetime");
+    nth<snapshot_slot>(1).expires_at = 4 + 1'000'000;
+    nth<snapshot_slot>(0).expires_at = never;
+    expect_refused(1, "slot 0: expires_at after its grant + max_lifetime");
+}
+
 // A count the steps add 1 to, at 2^64-1, would wrap at its next step (lease 0, an
 // arrival below the one before it, ...).
 TEST_F(refusal, CountsThatWouldWrap) {

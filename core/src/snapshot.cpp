@@ -317,6 +317,15 @@ void scheduler::restore_slot(std::size_t i, const snapshot_slot& r, std::int64_t
     if (r.state == slot_state::checking && !r.keepalive_check && config_.check_after_idle == 0)
         refuse(i, name + ": a check on checkout without check_after_idle");
     if (config_.max_lifetime == 0 && r.expires_at != never) refuse(i, name + ": expires_at without max_lifetime");
+    // A lifetime starts at the slot's `spawned`, no later than its idle time (idle,
+    // checking), its grant (leased) or now (resetting), and lasts at most max_lifetime.
+    if (config_.max_lifetime > 0 && fields_of(r.state).expires_at) {
+        const bool idle_since = fields_of(r.state).idle_since, granted = fields_of(r.state).granted_at;
+        const nanos latest_spawn = idle_since ? r.idle_since : granted ? r.granted_at : now_;
+        if (r.expires_at > saturating_add(latest_spawn, config_.max_lifetime))
+            refuse(i, name + ": expires_at after its " + (idle_since ? "idle time" : granted ? "grant" : "now") +
+                          " + max_lifetime");
+    }
     if (r.granted_at > now_ || r.verified_at > now_ || r.idle_since > now_) refuse(i, name + ": a time after now");
     if (fields_of(r.state).idle_seq && r.idle_seq >= idle_seq_) refuse(i, name + ": idle_seq not below the snapshot's");
     if (r.uses == last_count && config_.max_uses == 0)
