@@ -320,7 +320,8 @@ void scheduler::restore_slot(std::size_t i, const snapshot_slot& r, std::int64_t
     // A lifetime starts at the slot's `spawned`, no later than its idle time (idle,
     // checking), its grant (leased) or now (resetting), and lasts at most max_lifetime.
     if (config_.max_lifetime > 0 && fields_of(r.state).expires_at) {
-        const bool idle_since = fields_of(r.state).idle_since, granted = fields_of(r.state).granted_at;
+        const bool idle_since = fields_of(r.state).idle_since;
+        const bool granted = fields_of(r.state).granted_at;
         const nanos latest_spawn = idle_since ? r.idle_since : granted ? r.granted_at : now_;
         if (r.expires_at > saturating_add(latest_spawn, config_.max_lifetime))
             refuse(i, name + ": expires_at after its " + (idle_since ? "idle time" : granted ? "grant" : "now") +
