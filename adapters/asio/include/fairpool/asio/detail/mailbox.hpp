@@ -16,11 +16,16 @@
 //   cancels ...... 2(L + 1): only an outstanding acquire's cancellation slot has a
 //                  handler (installed when it is counted: admitted on its caller's
 //                  thread, or queued by the scheduler after being fed directly), and it
-//                  sends at most one: between two drains at most L + 1 of them end and
-//                  L + 1 begin, and every drain serves all the cancels queued, past
-//                  its budget (pool_drain.hpp: serve)
+//                  sends at most one. Admission counts the cancels queued and admits
+//                  no acquire while they and the acquires outstanding exceed 2L
+//                  (admission.hpp): the outstanding acquires that may still send one
+//                  plus those queued only grow by an admission, so they stay within
+//                  2(L + 1), the actor's one beyond included. (Counting on every drain
+//                  serving them all is not enough: with several threads, acquires
+//                  completed by a drain are delivered, and new ones admitted, pushed
+//                  and completed by the same drain, while it serves.)
 //   deregisters .. 2(L + 1): only a handle with an outstanding acquire sends one (the
-//                  same bound)
+//                  same bound, counted the same way)
 // Boost.Lockfree's fixed-size queues hold at most 65535 nodes (one of them a dummy):
 // hence L <= 32766 and slot_capacity <= 65534 (validate, error.cpp).
 #include <boost/lockfree/queue.hpp>

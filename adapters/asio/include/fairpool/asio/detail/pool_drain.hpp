@@ -45,12 +45,13 @@ std::uint32_t pool_state<Resource, Clock, WaitTraits>::serve(std::uint32_t kinds
     if ((kinds & kind::cancel) != 0) {
         std::uint64_t waiter = 0;
         while (mailbox_.cancels.pop(waiter))
-            spend(budget), take_all_acquires(), feed(core::event::cancel(drain_now_, waiter));
+            spend(budget), take_all_acquires(), feed(core::event::cancel(drain_now_, waiter)), admission_.cancel_served();
     }
     if ((kinds & kind::deregister) != 0) {
         std::uint64_t handle = 0;
         while (mailbox_.deregisters.pop(handle))
-            spend(budget), take_all_acquires(), feed(core::event::deregister(drain_now_, handle));
+            spend(budget), take_all_acquires(), feed(core::event::deregister(drain_now_, handle)),
+                admission_.deregistration_served();
     }
     // A resize or a shutdown comes after the slot events and acquires pushed before
     // it: if the budget left some, they are taken first, all of them (at most their

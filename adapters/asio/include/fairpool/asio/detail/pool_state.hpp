@@ -217,6 +217,7 @@ public:
         // Once the context is gone nothing drains the queue: a handle destroyed after it
         // has nothing to tell (its waiters went with the context).
         if (abandoned_.load(std::memory_order_relaxed)) return;
+        admission_.deregistration_queued();  // until served (admission.hpp: the queue's bound)
         const bool pushed = mailbox_.deregisters.bounded_push(handle);
         FAIRPOOL_ASSERT(pushed);
         this->announce(command_kind::deregister);
@@ -297,6 +298,7 @@ private:
         void operator()(boost::asio::cancellation_type_t type) {
             if (sent || type == boost::asio::cancellation_type::none) return;
             sent = true;
+            state->admission_.cancel_queued();  // until served (admission.hpp: the queue's bound)
             const bool pushed = state->mailbox_.cancels.bounded_push(waiter);
             FAIRPOOL_ASSERT(pushed);
             state->announce(command_kind::cancel);
