@@ -302,7 +302,7 @@ private:
 
     // Only a handle with an acquire still out has anything to deregister.
     void deregister() noexcept {
-        if (owner_ && block_->outstanding.load(std::memory_order_acquire) > 0) owner_->state->deregister(id_);
+        if (owner_ && block_->outstanding.load(std::memory_order_acquire) > 0) owner_->state->deregister(id_, *block_);
     }
 
     std::shared_ptr<owner_type> owner_;

@@ -73,7 +73,7 @@ public:
     // served it.
     void cancel_queued() noexcept { word_.fetch_add(one_cancel, std::memory_order_relaxed); }
     void cancel_served() noexcept { word_.fetch_sub(one_cancel, std::memory_order_relaxed); }
-    void deregistration_queued() noexcept { word_.fetch_add(one_deregistration, std::memory_order_relaxed); }
+    void deregistration_queued() noexcept { word_.fetch_add(one_deregistration, std::memory_order_seq_cst); }
     void deregistration_served() noexcept { word_.fetch_sub(one_deregistration, std::memory_order_relaxed); }
 
     // An acquire refused with error::busy.

@@ -213,11 +213,18 @@ public:
         push_slot_command(slot_command{core::event_kind::release, slot, lease, outcome, true});
     }
 
-    void deregister(std::uint64_t handle) noexcept {
+    // `block`: the handle's, which had an acquire outstanding when it looked.
+    void deregister(std::uint64_t handle, const handle_block& block) noexcept {
         // Once the context is gone nothing drains the queue: a handle destroyed after it
         // has nothing to tell (its waiters went with the context).
         if (abandoned_.load(std::memory_order_relaxed)) return;
-        admission_.deregistration_queued();  // until served (admission.hpp: the queue's bound)
+        // Counted until served (admission.hpp: the queue's bound), and counted before the
+        // handle looks again: if its last acquire was delivered meanwhile, a new one may
+        // have been admitted in its place without seeing this deregistration, which then
+        // has nothing to tell. Sequentially consistent, so that the look cannot come
+        // before the count.
+        admission_.deregistration_queued();
+        if (block.outstanding.load(std::memory_order_seq_cst) == 0) return admission_.deregistration_served();
         const bool pushed = mailbox_.deregisters.bounded_push(handle);
         FAIRPOOL_ASSERT(pushed);
         this->announce(command_kind::deregister);
