@@ -58,6 +58,21 @@ protected:
         return ok;
     }
 
+    // Runs the io_context on two threads until `total` links completed, each once and
+    // with an outcome its test expects (`other` counts the rest).
+    void every_link_completed_once(const std::atomic<std::size_t>& completed, const std::atomic<std::size_t>& other,
+                                   std::size_t total) {
+        EXPECT_TRUE(run_on_threads(2, [&] { return completed.load(relaxed) == total; }));
+        EXPECT_EQ(completed.load(), total);
+        EXPECT_EQ(other.load(), 0u);
+    }
+
+    void close(std::unique_ptr<test_pool>& pool, outcome& holder) {
+        holder.lease.release();
+        pool.reset();
+        settle();
+    }
+
     // A one-slot pool whose slot is leased for the whole test (every acquire is queued
     // or rejected, none granted), L = max_waiters + mailbox_capacity.
     std::unique_ptr<test_pool> starved_pool(std::uint64_t max_waiters, std::uint32_t mailbox_capacity,
@@ -101,12 +116,8 @@ TEST_F(actor_race, deregistrations_from_two_threads_never_fill_their_queue) {
         tenant.reset();
     };
     for (int i = 0; i < 16; ++i) start();
-    EXPECT_TRUE(run_on_threads(2, [&] { return completed.load(relaxed) == total; }));
-    EXPECT_EQ(completed.load(), total);
-    EXPECT_EQ(other.load(), 0u);
-    holder.lease.release();
-    pool.reset();
-    settle();
+    every_link_completed_once(completed, other, total);
+    close(pool, holder);
 }
 
 // The same for cancels: each link's acquire is bound to a strand (its handler and the
@@ -139,12 +150,8 @@ TEST_F(actor_race, cancels_from_two_threads_never_fill_their_queue) {
         c.signal.emit(boost::asio::cancellation_type::terminal);
     };
     for (auto& c : chains) boost::asio::post(c->strand, [&, p = c.get()] { start(*p); });
-    EXPECT_TRUE(run_on_threads(2, [&] { return completed.load(relaxed) == total; }));
-    EXPECT_EQ(completed.load(), total);
-    EXPECT_EQ(other.load(), 0u);
-    holder.lease.release();
-    pool.reset();
-    settle();
+    every_link_completed_once(completed, other, total);
+    close(pool, holder);
 }
 
 
