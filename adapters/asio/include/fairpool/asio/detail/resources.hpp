@@ -82,9 +82,16 @@ boost::asio::awaitable<void> create_resource(std::shared_ptr<State> self, std::u
     const auto create = [&]() -> boost::asio::awaitable<bool> {
         auto made = co_await resources.hooks.create();
         if (!report.claim()) co_return false;  // too late: the slot failed, `made` goes here
-        resources.slots[slot].emplace(std::move(made));
-        self->push_slot_result(core::event_kind::spawned, slot);
-        co_return true;
+        // Claimed: this is the one report. A Resource whose move throws here is a failed
+        // spawn (the slot stays empty), never a spawn that reports nothing.
+        bool placed = false;
+        try {
+            resources.slots[slot].emplace(std::move(made));
+            placed = true;
+        } catch (...) {
+        }
+        self->push_slot_result(placed ? core::event_kind::spawned : core::event_kind::spawn_failed, slot);
+        co_return placed;
     };
     try {
         if (self->create_timeout().count() == 0) {
@@ -114,8 +121,14 @@ boost::asio::awaitable<void> create_resource(std::shared_ptr<State> self, std::u
 template <class State>
 boost::asio::awaitable<void> destroy_resource(std::shared_ptr<State> self, std::uint32_t slot) {
     auto& resources = self->resources();
-    std::optional<typename decltype(resources.slots)::value_type::value_type> resource =
-        std::move(resources.slots[slot]);
+    // Out of the slot (which may be spawned again once reported retired). A Resource
+    // whose move throws is destroyed in place, without its close hook: the slot is
+    // still reported retired, once.
+    std::optional<typename decltype(resources.slots)::value_type::value_type> resource;
+    try {
+        if (resources.slots[slot]) resource.emplace(std::move(*resources.slots[slot]));
+    } catch (...) {
+    }
     resources.slots[slot].reset();
     first_report reported;
     const auto report = [&] {

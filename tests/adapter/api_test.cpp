@@ -1,0 +1,273 @@
+// What users do that the other suites do not: pools on executors other than an
+// io_context's, handlers and hooks that throw.
+#include <gtest/gtest.h>
+
+#include <boost/asio/bind_allocator.hpp>
+#include <boost/asio/bind_executor.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/deferred.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/thread_pool.hpp>
+#include <boost/asio/use_future.hpp>
+#include <atomic>
+#include <future>
+#include <memory>
+#include <stdexcept>
+#include <thread>
+
+#include "fairpool/asio/pool.hpp"
+
+namespace fairpool::testing {
+namespace {
+
+using boost::system::error_code;
+
+pool_options slots(std::uint64_t n) {
+    pool_options o;
+    o.scheduler.max_slots = n;
+    o.scheduler.min_slots = 0;
+    o.retire_grace = std::chrono::milliseconds(100);
+    return o;
+}
+
+template <class Executor>
+void many_acquires_complete_once_each(Executor ex, int n) {
+    std::atomic<int> outcomes{0}, grants{0}, created{0}, closed{0};
+    auto p = std::make_unique<pool<int>>(
+        ex, slots(2), [&]() -> boost::asio::awaitable<int> { co_return ++created; },
+        [&](int&) -> boost::asio::awaitable<void> { ++closed; co_return; });
+    std::promise<void> all;
+    for (int i = 0; i < n; ++i)
+        p->async_acquire(std::chrono::seconds(10), [&](error_code ec, pool<int>::lease_type l) {
+            if (!ec && l) ++grants;
+            if (++outcomes == n) all.set_value();
+        });
+    ASSERT_EQ(all.get_future().wait_for(std::chrono::seconds(20)), std::future_status::ready);
+    auto f = p->async_close(boost::asio::use_future);
+    ASSERT_EQ(f.wait_for(std::chrono::seconds(20)), std::future_status::ready);
+    EXPECT_EQ(outcomes.load(), n);
+    EXPECT_EQ(grants.load(), n);
+    p.reset();
+    EXPECT_EQ(created.load(), closed.load());
+}
+
+TEST(adapter_api, a_pool_on_a_thread_pool_completes_every_acquire_once) {
+    boost::asio::thread_pool tp(2);
+    many_acquires_complete_once_each(tp.get_executor(), 500);
+    tp.join();
+}
+
+TEST(adapter_api, a_pool_on_a_strand_completes_every_acquire_once) {
+    boost::asio::io_context io;
+    auto work = boost::asio::make_work_guard(io);
+    std::thread a([&] { io.run(); }), b([&] { io.run(); });
+    many_acquires_complete_once_each(boost::asio::make_strand(io), 500);
+    work.reset();
+    a.join();
+    b.join();
+}
+
+TEST(adapter_api, a_handler_that_throws_leaves_the_pool_working) {
+    boost::asio::io_context io;
+    auto p = std::make_unique<pool<int>>(io.get_executor(), slots(1), []() -> boost::asio::awaitable<int> { co_return 7; });
+    p->async_acquire([](error_code, pool<int>::lease_type) { throw std::runtime_error("user"); });
+    EXPECT_THROW(io.run(), std::runtime_error);
+    io.restart();
+    io.poll();
+    int got = 0;
+    p->async_acquire([&](error_code ec, pool<int>::lease_type l) { if (!ec && l) got = *l; });
+    io.restart();
+    io.poll();
+    EXPECT_EQ(got, 7);
+    bool closed = false;
+    p->async_close([&](error_code ec, close_report r) { closed = !ec && r.closed; });
+    io.restart();
+    io.run();
+    EXPECT_TRUE(closed);
+}
+
+
+// An allocator that counts the blocks it has out, for a handler's associated allocator.
+template <class T>
+struct balance_allocator {
+    using value_type = T;
+    std::atomic<int>* live;
+    explicit balance_allocator(std::atomic<int>* c) noexcept : live(c) {}
+    template <class U>
+    balance_allocator(const balance_allocator<U>& other) noexcept : live(other.live) {}  // NOLINT
+    T* allocate(std::size_t n) {
+        ++*live;
+        return std::allocator<T>().allocate(n);
+    }
+    void deallocate(T* p, std::size_t n) noexcept {
+        --*live;
+        std::allocator<T>().deallocate(p, n);
+    }
+    template <class U>
+    bool operator==(const balance_allocator<U>& other) const noexcept { return live == other.live; }
+};
+
+TEST(adapter_api, every_block_a_handlers_allocator_gives_is_freed_once_on_every_path) {
+    std::atomic<int> live{0};
+    std::atomic<int> outcomes{0};
+    const auto h = [&](auto bind_ex) {
+        return bind_ex(boost::asio::bind_allocator(balance_allocator<void>(&live),
+                                                   [&](error_code, pool<int>::lease_type) { ++outcomes; }));
+    };
+    boost::asio::io_context io;
+    boost::asio::thread_pool other(1);
+    auto strand = boost::asio::make_strand(io);
+    {
+        pool_options o = slots(1);
+        o.scheduler.max_waiters = 1;
+        o.mailbox_capacity = 1;
+        auto p = std::make_unique<pool<int>>(io.get_executor(), o, []() -> boost::asio::awaitable<int> { co_return 1; });
+        const auto plain = [](auto x) { return x; };
+        const auto on_strand = [&](auto x) { return boost::asio::bind_executor(strand, x); };
+        const auto on_other = [&](auto x) { return boost::asio::bind_executor(other, x); };
+        int expected = 0;
+        for (auto bind : {0, 1, 2}) {
+            const auto go = [&](auto b) {
+                p->async_acquire(h(b));                        // granted
+                p->async_acquire(std::chrono::seconds(0), h(b)); // timeout or grant
+                p->async_acquire(h(b));                        // busy, maybe
+                auto op = p->async_acquire(boost::asio::deferred);
+                std::move(op)(h(b));
+                expected += 4;
+            };
+            if (bind == 0) go(plain);
+            if (bind == 1) go(on_strand);
+            if (bind == 2) go(on_other);
+            for (int i = 0; i < 1000 && outcomes.load() < expected; ++i) {
+                io.restart();
+                io.poll();
+                std::this_thread::sleep_for(std::chrono::milliseconds(1));
+            }
+        }
+        EXPECT_EQ(outcomes.load(), expected);
+        auto f = p->async_close(boost::asio::bind_executor(other, boost::asio::use_future));
+        for (int i = 0; i < 1000 && f.wait_for(std::chrono::seconds(0)) != std::future_status::ready; ++i) {
+            io.restart();
+            io.poll();
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
+        EXPECT_EQ(f.wait_for(std::chrono::seconds(0)), std::future_status::ready);
+    }
+    other.join();
+    EXPECT_EQ(live.load(), 0);
+}
+
+// A resource whose move throws at its throw_at-th move (0: never).
+struct fragile {
+    static inline int throw_at = 0;
+    int moves = 0;
+    fragile() = default;
+    fragile(fragile&& o) : moves(o.moves + 1) {  // NOLINT: may throw, on purpose
+        if (moves == throw_at) throw std::runtime_error("move");
+    }
+    fragile& operator=(fragile&&) = delete;
+};
+
+// Runs `io` until `done` or a second has passed.
+template <class Done>
+void run_until(boost::asio::io_context& io, Done done) {
+    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+    while (!done() && std::chrono::steady_clock::now() < end) {
+        io.restart();
+        io.run_for(std::chrono::milliseconds(2));
+    }
+}
+
+TEST(adapter_api, a_resource_whose_move_into_its_slot_throws_is_a_failed_spawn) {
+    int moves_to_slot = 0;
+    {  // How many moves a resource takes from the factory into its slot.
+        boost::asio::io_context io;
+        fragile::throw_at = 0;
+        pool<fragile> p(io.get_executor(), slots(1), []() -> boost::asio::awaitable<fragile> { co_return fragile(); });
+        p.async_acquire([&](error_code ec, pool<fragile>::lease_type l) {
+            if (!ec) moves_to_slot = l->moves;
+        });
+        run_until(io, [&] { return moves_to_slot != 0; });
+        ASSERT_GT(moves_to_slot, 0);
+    }
+    boost::asio::io_context io;
+    fragile::throw_at = moves_to_slot;  // the move into the slot throws
+    auto o = slots(1);
+    auto p = std::make_unique<pool<fragile>>(io.get_executor(), o,
+                                             []() -> boost::asio::awaitable<fragile> { co_return fragile(); });
+    int outcomes = 0;
+    error_code got;
+    p->async_acquire(std::chrono::milliseconds(20), [&](error_code ec, pool<fragile>::lease_type) {
+        ++outcomes;
+        got = ec;
+    });
+    run_until(io, [&] { return outcomes != 0; });
+    EXPECT_EQ(outcomes, 1);
+    EXPECT_EQ(got, make_error_code(error::timeout));
+    EXPECT_GE(p->stats().spawn_failures, 1U);
+    bool closed = false;
+    p->async_close(std::chrono::milliseconds(200), [&](error_code ec, close_report) { closed = !ec; });
+    run_until(io, [&] { return closed; });
+    EXPECT_TRUE(closed) << "a slot left spawning keeps the close waiting";
+    fragile::throw_at = 0;
+}
+
+TEST(adapter_api, a_resource_whose_move_out_of_its_slot_throws_still_retires) {
+    int moves_to_slot = 0;
+    {
+        boost::asio::io_context io;
+        fragile::throw_at = 0;
+        pool<fragile> p(io.get_executor(), slots(1), []() -> boost::asio::awaitable<fragile> { co_return fragile(); });
+        p.async_acquire([&](error_code ec, pool<fragile>::lease_type l) {
+            if (!ec) moves_to_slot = l->moves;
+        });
+        run_until(io, [&] { return moves_to_slot != 0; });
+        ASSERT_GT(moves_to_slot, 0);
+    }
+    boost::asio::io_context io;
+    fragile::throw_at = moves_to_slot + 1;  // the move out of the slot, at its retirement, throws
+    int closes = 0;
+    auto p = std::make_unique<pool<fragile>>(
+        io.get_executor(), slots(1), []() -> boost::asio::awaitable<fragile> { co_return fragile(); },
+        [&](fragile&) -> boost::asio::awaitable<void> {
+            ++closes;
+            co_return;
+        });
+    int outcomes = 0;
+    p->async_acquire([&](error_code ec, pool<fragile>::lease_type l) {
+        ++outcomes;
+        EXPECT_FALSE(ec);
+        l.mark_dirty();  // retired when released
+    });
+    run_until(io, [&] { return outcomes != 0; });
+    ASSERT_EQ(outcomes, 1);
+    bool closed = false;
+    p->async_close(std::chrono::milliseconds(200), [&](error_code ec, close_report) { closed = !ec; });
+    run_until(io, [&] { return closed; });
+    EXPECT_TRUE(closed) << "a slot left retiring keeps the close waiting";
+    EXPECT_EQ(p->stats().slots[static_cast<int>(core::slot_state::retiring)], 0U);
+    fragile::throw_at = 0;
+}
+
+TEST(adapter_api, a_thread_pool_destroyed_with_an_acquire_queued_frees_it) {
+    std::unique_ptr<pool<int>> p;
+    pool<int>::lease_type held;
+    {
+        boost::asio::thread_pool tp(1);
+        p = std::make_unique<pool<int>>(tp.get_executor(), slots(1), []() -> boost::asio::awaitable<int> { co_return 1; });
+        std::promise<void> got;
+        p->async_acquire([&](error_code ec, pool<int>::lease_type l) { EXPECT_FALSE(ec); held = std::move(l); got.set_value(); });
+        got.get_future().wait();
+        p->async_acquire([](error_code, pool<int>::lease_type) { ADD_FAILURE() << "ran"; });
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        tp.stop();
+    }
+    held.release();
+    p.reset();
+}
+
+}  // namespace
+}  // namespace fairpool::testing
