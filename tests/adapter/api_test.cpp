@@ -12,7 +12,10 @@
 #include <boost/asio/strand.hpp>
 #include <boost/asio/thread_pool.hpp>
 #include <boost/asio/use_future.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
 #include <atomic>
+#include <vector>
 #include <future>
 #include <memory>
 #include <stdexcept>
@@ -267,6 +270,125 @@ TEST(adapter_api, a_thread_pool_destroyed_with_an_acquire_queued_frees_it) {
     }
     held.release();
     p.reset();
+}
+
+
+// pool.hpp: an empty handle (default-constructed, reset or moved from) has id() 0, and a
+// moved-from one acquires nothing (it throws std::logic_error).
+TEST(adapter_api, a_moved_from_handle_is_empty_with_id_zero) {
+    boost::asio::io_context io;
+    pool<int> p(io.get_executor(), slots(1), []() -> boost::asio::awaitable<int> { co_return 1; });
+    auto a = p.make_handle(handle_options{.weight = 3, .max_leases = 2, .name = "a"});
+    const auto id = a.id();
+    ASSERT_NE(id, 0U);
+    auto b = std::move(a);
+    EXPECT_FALSE(a);  // NOLINT(bugprone-use-after-move): what is left of it is the point
+    EXPECT_EQ(a.id(), 0U);  // NOLINT(bugprone-use-after-move)
+    EXPECT_EQ(b.id(), id);
+    auto c = p.make_handle();
+    c = std::move(b);
+    EXPECT_EQ(b.id(), 0U);  // NOLINT(bugprone-use-after-move)
+    EXPECT_EQ(c.id(), id);
+}
+
+// Many threads acquiring, cancelling, timing out, replacing handles and releasing dirty
+// on a pool whose executor is not an io_context's: every drain is posted. Every acquire
+// completes exactly once and the close gets every resource back.
+template <class Executor>
+void churn_on(Executor ex, int producers, int per_producer) {
+    std::atomic<int> issued{0}, outcomes{0}, created{0}, destroyed{0}, in_use{0}, doubled{0};
+    struct res {
+        std::atomic<int>* destroyed;
+        bool live = true;
+        explicit res(std::atomic<int>* d) : destroyed(d) {}
+        res(res&& o) noexcept : destroyed(o.destroyed) { o.live = false; }
+        ~res() { if (live) ++*destroyed; }
+    };
+    pool_options o;
+    o.scheduler.max_slots = 3;
+    o.scheduler.max_waiters = 64;
+    o.mailbox_capacity = 64;
+    o.retire_grace = std::chrono::milliseconds(50);
+    auto p = std::make_unique<pool<res>>(
+        ex, o, [&]() -> boost::asio::awaitable<res> { ++created; co_return res(&destroyed); },
+        [](res&) -> boost::asio::awaitable<void> { co_return; });
+    std::vector<std::thread> threads;
+    for (int t = 0; t < producers; ++t)
+        threads.emplace_back([&, t] {
+            auto h = p->make_handle();
+            auto strand = boost::asio::make_strand(ex);
+            unsigned seed = 1234 + t;
+            const auto next = [&seed] { seed = seed * 1103515245 + 12345; return (seed >> 16) & 0x7fff; };
+            for (int i = 0; i < per_producer; ++i) {
+                ++issued;
+                const unsigned kind = next() % 5;
+                const bool dirty = next() % 7 == 0;
+                auto done = [&, dirty](error_code ec, pool<res>::lease_type l) {
+                    ++outcomes;
+                    if (!ec) {
+                        if (in_use.fetch_add(1) >= 3) ++doubled;
+                        if (dirty) l.mark_dirty();
+                        in_use.fetch_sub(1);
+                    }
+                };
+                if (kind == 0) p->async_acquire(done);
+                else if (kind == 1) h.async_acquire(std::chrono::microseconds(200), done);
+                else if (kind == 2) {
+                    auto sig = std::make_shared<boost::asio::cancellation_signal>();
+                    h.async_acquire(boost::asio::bind_cancellation_slot(
+                        sig->slot(), boost::asio::bind_executor(strand, [sig, done](error_code ec, pool<res>::lease_type l) {
+                            done(ec, std::move(l));
+                        })));
+                    boost::asio::post(strand, [sig] { sig->emit(boost::asio::cancellation_type::terminal); });
+                } else if (kind == 3) {
+                    h.async_acquire(done);
+                    if (next() % 4 == 0) h = p->make_handle();  // deregisters its queued waiters
+                } else {
+                    h.async_acquire(std::chrono::milliseconds(5), done);
+                }
+                if (issued.load() - outcomes.load() > 100) std::this_thread::sleep_for(std::chrono::microseconds(200));
+            }
+        });
+    for (auto& t : threads) t.join();
+    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (outcomes.load() < issued.load() && std::chrono::steady_clock::now() < end)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    EXPECT_EQ(outcomes.load(), issued.load());
+    EXPECT_EQ(doubled.load(), 0);
+    auto f = p->async_close(boost::asio::use_future);
+    ASSERT_EQ(f.wait_for(std::chrono::seconds(30)), std::future_status::ready);
+    std::weak_ptr<const void> life = p->lifetime();
+    p.reset();
+    for (int i = 0; i < 1000 && !life.expired(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    EXPECT_TRUE(life.expired());
+    EXPECT_EQ(created.load(), destroyed.load());
+    EXPECT_EQ(outcomes.load(), issued.load());
+}
+
+TEST(adapter_api, churn_on_a_thread_pool_completes_every_acquire_once) {
+    boost::asio::thread_pool tp(3);
+    churn_on(tp.get_executor(), 3, 3000);
+    tp.join();
+}
+
+TEST(adapter_api, churn_on_a_strand_completes_every_acquire_once) {
+    boost::asio::io_context io;
+    auto work = boost::asio::make_work_guard(io);
+    std::thread a([&] { io.run(); }), b([&] { io.run(); });
+    churn_on(boost::asio::make_strand(io), 3, 3000);
+    work.reset();
+    a.join();
+    b.join();
+}
+
+TEST(adapter_api, churn_on_an_io_context_run_by_two_threads_completes_every_acquire_once) {
+    boost::asio::io_context io;
+    auto work = boost::asio::make_work_guard(io);
+    std::thread a([&] { io.run(); }), b([&] { io.run(); });
+    churn_on(io.get_executor(), 3, 3000);
+    work.reset();
+    a.join();
+    b.join();
 }
 
 }  // namespace

@@ -29,6 +29,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string_view>
+#include <utility>
 
 #include "fairpool/asio/close_report.hpp"
 #include "fairpool/asio/detail/pool_state.hpp"
@@ -232,12 +233,18 @@ public:
     using acquire_signature = typename pool<Resource, Clock, WaitTraits>::acquire_signature;
 
     handle() noexcept = default;
-    handle(handle&&) noexcept = default;
+    // The moved-from handle is empty, as reset() leaves it (id() 0).
+    handle(handle&& other) noexcept
+        : owner_(std::move(other.owner_)),
+          block_(std::move(other.block_)),
+          id_(std::exchange(other.id_, 0)),
+          weight_(std::exchange(other.weight_, 1)),
+          max_leases_(std::exchange(other.max_leases_, std::nullopt)) {}
     handle& operator=(handle&& other) noexcept {
         if (this != &other) {
             deregister();
-            owner_ = std::move(other.owner_), block_ = std::move(other.block_), id_ = other.id_,
-            weight_ = other.weight_, max_leases_ = other.max_leases_;
+            owner_ = std::move(other.owner_), block_ = std::move(other.block_), id_ = std::exchange(other.id_, 0),
+            weight_ = std::exchange(other.weight_, 1), max_leases_ = std::exchange(other.max_leases_, std::nullopt);
         }
         return *this;
     }
