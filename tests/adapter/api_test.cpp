@@ -14,7 +14,10 @@
 #include <boost/asio/use_future.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
+#include <unistd.h>
 #include <atomic>
+#include <filesystem>
+#include <string>
 #include <vector>
 #include <future>
 #include <memory>
@@ -390,6 +393,51 @@ TEST(adapter_api, churn_on_an_io_context_run_by_two_threads_completes_every_acqu
     a.join();
     b.join();
 }
+
+
+// dump_recording and recording_status from the main thread while two threads run the
+// pool and a producer keeps it busy: every dump succeeds, nothing is touched freed.
+TEST(adapter_api, dumps_while_the_pool_runs_on_other_threads) {
+    for (const bool memory_only : {true, false}) {
+        const auto root = std::filesystem::temp_directory_path() / ("fairpool-api-dump-" + std::to_string(::getpid()));
+        std::filesystem::remove_all(root);
+        boost::asio::io_context io;
+        auto work = boost::asio::make_work_guard(io);
+        std::thread a([&] { io.run(); }), b([&] { io.run(); });
+        pool_options o = slots(2);
+        recorder_options r;
+        r.memory_only = memory_only;
+        r.directory = root / "rec";
+        r.segment_events = 300;
+        r.keep_segments = 2;
+        r.flush_interval = std::chrono::milliseconds(1);
+        o.recording = r;
+        auto p = std::make_unique<pool<int>>(io.get_executor(), o, []() -> boost::asio::awaitable<int> { co_return 1; });
+        std::atomic<bool> stop{false};
+        std::atomic<int> outcomes{0}, issued{0};
+        std::thread producer([&] {
+            while (!stop.load()) {
+                ++issued;
+                p->async_acquire(std::chrono::milliseconds(1), [&](error_code, pool<int>::lease_type) { ++outcomes; });
+                if (issued.load() - outcomes.load() > 50) std::this_thread::sleep_for(std::chrono::microseconds(100));
+            }
+        });
+        for (int i = 0; i < 30; ++i) {
+            EXPECT_FALSE(p->dump_recording(root / ("dump-" + std::to_string(i))));
+            EXPECT_TRUE(p->recording_status().has_value());
+        }
+        stop = true;
+        producer.join();
+        for (int i = 0; i < 5000 && outcomes.load() < issued.load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        EXPECT_EQ(outcomes.load(), issued.load());
+        p.reset();
+        work.reset();
+        a.join();
+        b.join();
+        std::filesystem::remove_all(root);
+    }
+}
+
 
 }  // namespace
 }  // namespace fairpool::testing

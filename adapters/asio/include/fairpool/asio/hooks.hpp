@@ -12,7 +12,9 @@
 // Every member has a default (empty), so designated initializers may name only the
 // hooks they give. Every hook runs on the pool's executor, never inside the pool's
 // actor, and one at a time per resource: while a check or a reset runs, nobody holds
-// the resource. A check or reset past its timeout (pool_options::check_timeout,
+// the resource. Calls for different slots each run on a strand of their own, so on a
+// context run by several threads they may run at once: a hook must be safe to call
+// concurrently. A check or reset past its timeout (pool_options::check_timeout,
 // reset_timeout) is cancelled through its cancellation slot, and its resource closed
 // only once it has returned: a hook must honour cancellation.
 #include <boost/asio/awaitable.hpp>
