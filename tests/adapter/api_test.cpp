@@ -439,5 +439,44 @@ TEST(adapter_api, dumps_while_the_pool_runs_on_other_threads) {
 }
 
 
+
+// Acquires after async_close (directly, from another thread, deferred) are rejected
+// closed once each; two closes, one with a deadline that passes first, each complete once.
+TEST(adapter_api, acquires_after_a_close_and_two_closes_complete_once_each) {
+    boost::asio::io_context io;
+    auto p = std::make_unique<pool<int>>(io.get_executor(), slots(1), []() -> boost::asio::awaitable<int> { co_return 1; });
+    pool<int>::lease_type held;
+    p->async_acquire([&](error_code ec, pool<int>::lease_type l) { EXPECT_FALSE(ec); held = std::move(l); });
+    run_until(io, [&] { return bool(held); });
+    ASSERT_TRUE(held);
+    int first = 0, second = 0;
+    error_code first_ec, second_ec;
+    p->async_close(std::chrono::milliseconds(1), [&](error_code ec, close_report) { ++first; first_ec = ec; });
+    p->async_close([&](error_code ec, close_report) { ++second; second_ec = ec; });
+    int rejected = 0;
+    const auto closed_once = [&](error_code ec, pool<int>::lease_type l) {
+        EXPECT_EQ(ec, make_error_code(error::closed));
+        EXPECT_FALSE(l);
+        ++rejected;
+    };
+    p->async_acquire(closed_once);
+    auto h = p->make_handle();
+    std::thread([&] { h.async_acquire(closed_once); }).join();
+    auto later = h.async_acquire(boost::asio::deferred);
+    run_until(io, [&] { return first == 1 && rejected == 2; });
+    std::move(later)(closed_once);
+    EXPECT_EQ(p->resize(1, 0), make_error_code(error::closed));
+    run_until(io, [&] { return rejected == 3; });
+    EXPECT_EQ(first, 1);
+    EXPECT_EQ(first_ec, make_error_code(error::timed_out));
+    EXPECT_EQ(second, 0);
+    held.release();
+    run_until(io, [&] { return second == 1; });
+    EXPECT_EQ(second, 1);
+    EXPECT_FALSE(second_ec);
+    EXPECT_EQ(rejected, 3);
+    EXPECT_EQ(first, 1);
+}
+
 }  // namespace
 }  // namespace fairpool::testing
