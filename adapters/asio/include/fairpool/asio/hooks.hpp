@@ -14,9 +14,12 @@
 // actor, and one at a time per resource: while a check or a reset runs, nobody holds
 // the resource. Calls for different slots each run on a strand of their own, so on a
 // context run by several threads they may run at once: a hook must be safe to call
-// concurrently. A check or reset past its timeout (pool_options::check_timeout,
-// reset_timeout) is cancelled through its cancellation slot, and its resource closed
-// only once it has returned: a hook must honour cancellation.
+// concurrently. A hook must not hold a pool or handle object of its own pool (a copy
+// captured by value): the pool stays open while one exists, so dropping every other
+// would not shut it down, and the state holding the hook would never be freed. A check
+// or reset past its timeout (pool_options::check_timeout, reset_timeout) is cancelled
+// through its cancellation slot, and its resource closed only once it has returned: a
+// hook must honour cancellation.
 #include <boost/asio/awaitable.hpp>
 #include <functional>
 #include <optional>
