@@ -483,5 +483,521 @@ TEST_F(refusal, WaitersWhileShuttingDown) {
     expect_refused(index_of(nth<snapshot_waiter>(0)), "waiter id=3: queued while shutting down");
 }
 
+
+// --- Found by the mutation pass over core/src/snapshot.cpp (tools/mutate-core --source snapshot).
+
+TEST_F(refusal, NoRecordsAtAll) {
+    valid.clear();
+    expect_refused(0, "a snapshot starts with `snapshot`");
+}
+
+// Each state uses only its own fields (section 7.2): any other field away from its
+// default is refused, in every state.
+TEST_F(refusal, EveryFieldAStateDoesNotUse) {
+    using setter = std::function<void(snapshot_slot&)>;
+    const std::vector<std::pair<std::string, setter>> fields{
+        {"expires_at", [](snapshot_slot& r) { r.expires_at = 10; }},
+        {"verified_at", [](snapshot_slot& r) { r.verified_at = 1; }},
+        {"idle_since", [](snapshot_slot& r) { r.idle_since = 1; }},
+        {"idle_seq", [](snapshot_slot& r) { r.idle_seq = 1; }},
+        {"granted_at", [](snapshot_slot& r) { r.granted_at = 1; }},
+        {"lease", [](snapshot_slot& r) { r.lease = 1; }},
+        {"uses", [](snapshot_slot& r) { r.uses = 1; }},
+        {"leak_unreported", [](snapshot_slot& r) { r.leak_unreported = true; }},
+        {"keepalive_check", [](snapshot_slot& r) { r.keepalive_check = true; }},
+        {"handle", [](snapshot_slot& r) { r.handle = 7; }},
+    };
+    const std::vector<std::pair<slot_state, std::vector<std::string>>> used{
+        {slot_state::spawning, {}},
+        {slot_state::retiring, {}},
+        {slot_state::idle, {"expires_at", "verified_at", "idle_since", "idle_seq", "uses"}},
+        {slot_state::leased, {"expires_at", "granted_at", "lease", "uses", "leak_unreported", "handle"}},
+        {slot_state::checking, {"expires_at", "idle_since", "idle_seq", "uses", "keepalive_check"}},
+        {slot_state::resetting, {"expires_at", "uses"}},
+    };
+    const std::vector<snapshot_record> original = valid;
+    for (const auto& [state, its_fields] : used) {
+        for (const auto& [field, set] : fields) {
+            if (std::find(its_fields.begin(), its_fields.end(), field) != its_fields.end()) continue;
+            valid = original;
+            snapshot_slot& slot = nth<snapshot_slot>(2);  // spawning: every field at its default
+            slot.state = state;
+            set(slot);
+            SCOPED_TRACE(std::string(to_string(state)) + " with " + field);
+            expect_refused(3, "slot 2: a field its state does not use is not its default");
+        }
+    }
+}
+
+// Decision 6: the delay doubles per failure up to spawn_backoff_max and stays there,
+// also where spawn_backoff_initial x 2^(failures-1) would overflow (it wraps to 0 at 58
+// failures of 10^8 ns) or the shift would (65 failures).
+TEST_F(refusal, ABackoffDelayStaysAtItsMaximum) {
+    for (const std::uint64_t failures : {9U, 10U, 58U, 64U, 65U}) {
+        // 9 failures: 100000000 x 2^8 = 25.6 s, below the 30 s maximum; then the maximum.
+        const nanos delay = failures == 9 ? 25'600'000'000 : 30'000'000'000;
+        nth<snapshot_begin>().spawn_failures_in_a_row = failures;
+        nth<snapshot_begin>().backoff_end = delay;  // a failure at 0: valid
+        { scheduler restored(c, valid, 1); }
+        nth<snapshot_begin>().backoff_end = delay - 1;
+        expect_refused(0, "backoff_end " + std::to_string(delay - 1) + " is not a failure's time (0..now) + " +
+                              std::to_string(delay) + ", the delay of " + std::to_string(failures) +
+                              " failures in a row");
+    }
+}
+
+// An initial delay whose doubling just fits (initial = (2^64-1) >> shift) is doubled, not
+// cut to the maximum.
+TEST_F(refusal, ABackoffDelayThatJustFits) {
+    constexpr nanos initial = never >> 2;
+    c.spawn_backoff_initial = initial;
+    c.spawn_backoff_max = never - 1;
+    nth<snapshot_begin>().spawn_failures_in_a_row = 3;
+    nth<snapshot_begin>().backoff_end = initial << 2;  // a failure at 0: valid
+    { scheduler restored(c, valid, 1); }
+}
+
+// The idle records list exactly the idle slots, each once, in verification order. Slot 1
+// (checking in the fixture) made idle, and slot 2 (spawning) made an idle slot verified
+// after it.
+struct idle_refusal : refusal {
+    void SetUp() override {
+        refusal::SetUp();
+        auto& one = nth<snapshot_slot>(1);
+        one.state = slot_state::idle, one.verified_at = 150;  // idle_since 4, idle_seq 2
+        auto& two = nth<snapshot_slot>(2);
+        two.state = slot_state::idle, two.verified_at = 160, two.idle_since = 3, two.idle_seq = 1, two.uses = 1;
+    }
+    void list_idle(std::vector<std::uint32_t> slots) {
+        auto at = valid.begin() + 5;  // the first handle
+        for (const std::uint32_t s : slots) at = valid.insert(at, snapshot_idle{s}) + 1;
+    }
+};
+
+TEST_F(idle_refusal, TheIdleRecordsAreTheIdleSlots) {
+    list_idle({1, 2});  // valid up to invariant 6 (three waiters, two fresh idle slots)
+    expect_refused(valid.size() - 1, "an idle slot while a waiter is queued (invariant 6)");
+}
+
+TEST_F(idle_refusal, AnIdleSlotListedTwice) {
+    list_idle({1, 2, 1});
+    expect_refused(5, "an idle slot is listed twice");
+}
+
+TEST_F(idle_refusal, AnIdleSlotNotListed) {
+    list_idle({1});
+    expect_refused(6, "the idle records list 1 of 2 idle slots");
+}
+
+TEST_F(idle_refusal, IdleRecordsNotInVerificationOrder) {
+    list_idle({2, 1});
+    expect_refused(6, "idle slot=1: the idle order is by verification, oldest first");
+}
+
+TEST_F(idle_refusal, AnIdleRecordBeyondTheSlots) {
+    list_idle({1, 2, 5});
+    expect_refused(7, "idle slot=5: not an idle slot");
+}
+
+// With checks the idle order is by verification, whatever the idle_seq order: a slot
+// that passed a keepalive check goes to the back, behind one that became idle after it.
+TEST(SchedulerSnapshot, AnIdleOrderByVerificationNotByIdleSeq) {
+    config c;
+    c.max_slots = 2;
+    c.keepalive_interval = 100;
+    scheduler s(c, 1);
+    s.step(event::start(0));
+    s.step(event::acquire(0, 1, 7));
+    s.step(event::spawned(1, 0));
+    s.step(event::acquire(2, 2, 7));
+    s.step(event::spawned(3, 1));
+    s.step(event::release(10, 0, 1));  // slot 0 idle first (idle_seq 2)
+    s.step(event::release(50, 1, 2));  // then slot 1 (idle_seq 3)
+    s.step(event::tick(110));          // slot 0's keepalive check
+    s.step(event::checked(111, 0, check_outcome::alive));  // slot 0 verified at 111: behind slot 1
+    const auto records = snapshot_of(s);
+    ASSERT_EQ(std::count(records.begin(), records.end(), snapshot_record{snapshot_idle{1}}), 1);
+    ASSERT_LT(std::find(records.begin(), records.end(), snapshot_record{snapshot_idle{1}}),
+              std::find(records.begin(), records.end(), snapshot_record{snapshot_idle{0}}));
+    scheduler restored(c, records, 2);
+    EXPECT_EQ(snapshot_of(restored), records);
+}
+
+// A wait of 2^63 ns or more is counted in the last bucket, 64, and written.
+TEST(SchedulerSnapshot, TheLastWaitBucketIsWritten) {
+    config c;
+    c.max_slots = 1;
+    scheduler s(c, 1);
+    s.step(event::start(0));
+    s.step(event::acquire(1, 1, 7));
+    s.step(event::spawned(1 + (nanos{1} << 63), 0));  // granted after 2^63 ns
+    const auto records = snapshot_of(s);
+    EXPECT_EQ(records[records.size() - 2], (snapshot_record{snapshot_bucket{64, 1}}));
+    scheduler restored(c, records, 2);
+    EXPECT_EQ(snapshot_of(restored), records);
+}
+
+// snapshot_size() finds the capped handles outside the rotation itself, also when no
+// snapshot() ran before it.
+TEST(SchedulerSnapshot, TheSizeCountsTheParkedHandlesWithoutASnapshotBefore) {
+    config c;
+    c.max_slots = 2;
+    c.max_leases_per_handle = 1;
+    scheduler s(c, 1);
+    s.step(event::start(0));
+    s.step(event::acquire(0, 1, 7));
+    s.step(event::spawned(1, 0));  // handle 7 at its cap, no waiter: outside the rotation
+    const std::uint64_t size = s.snapshot_size();
+    std::vector<snapshot_record> records;
+    auto collect = [&records](const snapshot_record& r) { records.push_back(r); };
+    s.snapshot(collect);
+    EXPECT_EQ(size, records.size());
+    EXPECT_EQ(std::count(records.begin(), records.end(), snapshot_record{snapshot_handle{7, 1, 0, 1}}), 1);
+}
+
+// Handle 8 holds slot 0's lease, handle 9 slot 2's (lease 2): at max_leases=1 both are
+// outside the rotation, listed by id.
+struct capped_refusal : refusal {
+    void SetUp() override {
+        refusal::SetUp();
+        nth<snapshot_slot>(0).handle = 8;
+        auto& two = nth<snapshot_slot>(2);
+        two.state = slot_state::leased, two.lease = 2, two.uses = 1, two.granted_at = 5, two.leak_unreported = true;
+        two.handle = 9;
+        nth<snapshot_handle>(0).max_leases = 1;
+        nth<snapshot_handle>(1).max_leases = 1;
+    }
+};
+
+TEST_F(capped_refusal, TwoHandlesAtTheirCapsByIdAreValid) {
+    scheduler restored(c, valid, 1);
+    EXPECT_EQ(restored.counters().waiters_behind_cap, 3U);
+}
+
+TEST_F(capped_refusal, HandlesOutsideTheRotationNotById) {
+    std::swap(nth<snapshot_handle>(0), nth<snapshot_handle>(1));
+    expect_refused(index_of(nth<snapshot_handle>(1)), "handle id=8: handles outside the rotation go by id");
+}
+
+TEST_F(capped_refusal, MoreLeasesThanTheCap) {
+    nth<snapshot_slot>(2).handle = 8;
+    expect_refused(index_of(nth<snapshot_handle>(0)), "handle id=8: 2 leases, above its max_leases=1");
+}
+
+TEST_F(capped_refusal, ATurnOutsideTheRotation) {
+    nth<snapshot_handle>(0).turn = 1;  // weight 3, listed first: only its place outside the rotation is wrong
+    expect_refused(index_of(nth<snapshot_handle>(0)), "handle id=8: a turn outside the rotation");
+}
+
+TEST_F(refusal, AWeightWithoutWaiters) {
+    nth<snapshot_slot>(0).handle = 20;
+    valid.insert(valid.begin() + static_cast<std::ptrdiff_t>(index_of(nth<snapshot_handle>(1))) + 1,
+                 snapshot_handle{20, 2, 0, 1});
+    expect_refused(index_of(snapshot_handle{20, 2, 0, 1}), "handle id=20: a weight without waiters");
+}
+
+TEST_F(refusal, ACounterBeforeStart) {
+    valid = {snapshot_begin{}, snapshot_counter{counter::acquires, 1}, snapshot_end{}};
+    expect_refused(1, "a counter before start");
+}
+
+TEST_F(refusal, AnUnknownCounter) {
+    const auto at = static_cast<std::ptrdiff_t>(index_of(nth<snapshot_bucket>(0)));  // after the last counter
+    valid.insert(valid.begin() + at, snapshot_counter{static_cast<counter>(counter_count), 1});
+    expect_refused(static_cast<std::size_t>(at), "unknown counter");
+}
+
+TEST_F(refusal, AWaitBucketAbove64) {
+    valid.insert(valid.end() - 1, snapshot_bucket{65, 1});
+    expect_refused(valid.size() - 2, "wait_bucket index=65: above 64");
+}
+
+TEST_F(refusal, ARepeatedWaitBucket) {
+    const snapshot_bucket last = std::get<snapshot_bucket>(valid[valid.size() - 2]);
+    valid.insert(valid.end() - 1, snapshot_bucket{last.index, 0});
+    expect_refused(valid.size() - 2, "wait_bucket index=" + std::to_string(last.index) + ": out of order or repeated");
+}
+
+TEST_F(refusal, AHistogramThatCountsFewerGrants) {
+    nth<snapshot_bucket>(0).count -= 1;
+    expect_refused(valid.size() - 1, "the wait histogram counts 1 grants, the counters 2");
+}
+
+TEST_F(refusal, ShuttingDownBeforeStart) {
+    valid = {snapshot_begin{}, snapshot_end{}};
+    std::get<snapshot_begin>(valid[0]).shutting_down = true;
+    expect_refused(0, "shutting_down before start");
+}
+
+// Before start every scalar is as constructed: each one changed alone is refused.
+TEST_F(refusal, EachScalarBeforeStart) {
+    c.jitter_seed = 5;
+    const std::vector<std::function<void(snapshot_begin&)>> changes{
+        [](snapshot_begin& b) { b.now = 1; },
+        [](snapshot_begin& b) { b.last_lease = 1; },
+        [](snapshot_begin& b) { b.highest_waiter = 1; },
+        [](snapshot_begin& b) { b.arrivals = 1; },
+        [](snapshot_begin& b) { b.spawn_failures_in_a_row = 1; },
+        [](snapshot_begin& b) { b.backoff_end = 1; },
+        [](snapshot_begin& b) { b.idle_seq = 1; },
+        [](snapshot_begin& b) { b.jitter_state = 0; },
+    };
+    for (std::size_t k = 0; k < changes.size(); ++k) {
+        snapshot_begin b{};
+        b.jitter_state = 5;
+        valid = {b, snapshot_end{}};
+        { scheduler restored(c, valid, 1); }  // as constructed: valid
+        changes[k](std::get<snapshot_begin>(valid[0]));
+        SCOPED_TRACE("change " + std::to_string(k));
+        expect_refused(0, "before start every field is as constructed");
+    }
+}
+
+TEST_F(refusal, FailuresWithoutABackoff) {
+    nth<snapshot_begin>().spawn_failures_in_a_row = 1;
+    expect_refused(0, "backoff_end is 0 exactly when spawn_failures_in_a_row is 0");
+}
+
+TEST_F(refusal, ABackoffEndOneFailureDoesNotGive) {
+    nth<snapshot_begin>().spawn_failures_in_a_row = 1;
+    nth<snapshot_begin>().backoff_end = 100'000'000;  // a failure at 0 + 100000000: valid
+    { scheduler restored(c, valid, 1); }
+    nth<snapshot_begin>().backoff_end = 1;
+    expect_refused(0, "backoff_end 1 is not a failure's time (0..now) + 100000000, the delay of 1 failures in a row");
+}
+
+// A failure's now + a delay past 2^64-1 ends the backoff at 2^64-1 (saturated).
+TEST_F(refusal, ABackoffEndPastTheEndOfTime) {
+    c.spawn_backoff_max = never;
+    nth<snapshot_begin>().spawn_failures_in_a_row = 65;  // the delay: spawn_backoff_max
+    nth<snapshot_begin>().backoff_end = never;           // a failure at now=202: valid
+    { scheduler restored(c, valid, 1); }
+}
+
+TEST_F(refusal, ARepeatedSlot) {
+    valid.insert(valid.begin() + 4, nth<snapshot_slot>(2));
+    expect_refused(4, "slot 2: out of order or repeated");
+}
+
+TEST_F(refusal, ASlotBeforeStart) {
+    valid = {snapshot_begin{}, snapshot_slot{}, snapshot_end{}};  // slot 0 spawning
+    expect_refused(1, "slot 0: a slot is live before start");
+}
+
+TEST_F(refusal, ASlotStateBeyondTheStates) {
+    nth<snapshot_slot>(2).state = static_cast<slot_state>(slot_state_count);
+    expect_refused(3, "slot 2: an empty slot is not written");
+}
+
+TEST_F(refusal, ResettingWithoutResetOnRelease) {
+    nth<snapshot_slot>(2).state = slot_state::resetting;
+    nth<snapshot_slot>(2).uses = 1;
+    expect_refused(3, "slot 2: resetting without reset_on_release");
+}
+
+TEST_F(refusal, AnExpiryWithoutMaxLifetime) {
+    nth<snapshot_slot>(0).expires_at = 5000;
+    expect_refused(1, "slot 0: expires_at without max_lifetime");
+}
+
+// A leased slot's lifetime is bounded from its grant (2), not from now (202).
+TEST_F(refusal, AnExpiryLaterThanMaxLifetimeAfterTheGrant) {
+    c.max_lifetime = 1'000'000;
+    nth<snapshot_slot>(0).expires_at = 2 + 1'000'001;
+    expect_refused(1, "slot 0: expires_at after its grant + max_lifetime");
+}
+
+TEST_F(refusal, EachTimeAfterNow) {
+    const std::vector<snapshot_record> original = valid;
+    nth<snapshot_slot>(0).granted_at = 203;
+    expect_refused(1, "slot 0: a time after now");
+    valid = original, nth<snapshot_slot>(1).idle_since = 203;
+    expect_refused(2, "slot 1: a time after now");
+    valid = original;
+    auto& slot = nth<snapshot_slot>(1);
+    slot.state = slot_state::idle, slot.verified_at = 203;
+    expect_refused(2, "slot 1: a time after now");
+}
+
+TEST_F(refusal, AnIdleSeqNotBelowTheSnapshots) {
+    ASSERT_EQ(nth<snapshot_begin>().idle_seq, 3U);
+    nth<snapshot_slot>(1).idle_seq = 3;
+    expect_refused(2, "slot 1: idle_seq not below the snapshot's");
+}
+
+// Slot 1 (checking in the fixture, idle since 4, one use) made idle.
+TEST_F(refusal, IdleSlotsThatCannotBe) {
+    const std::vector<snapshot_record> original = valid;
+    auto idle = [this] {
+        auto& slot = nth<snapshot_slot>(1);
+        slot.state = slot_state::idle, slot.verified_at = 150;
+        return &slot;
+    };
+    idle()->verified_at = 3;
+    expect_refused(2, "slot 1: verified before its idle time");
+    valid = original, idle();
+    c.max_uses = 1;
+    expect_refused(2, "slot 1: idle with max_uses reached");
+    valid = original, idle()->expires_at = 202;
+    c.max_uses = 0, c.max_lifetime = 1000;
+    nth<snapshot_slot>(0).expires_at = 2 + 1000;
+    expect_refused(2, "slot 1: idle past its lifetime");
+}
+
+TEST_F(refusal, LeasedSlotsThatCannotBe) {
+    const std::vector<snapshot_record> original = valid;
+    nth<snapshot_slot>(0).lease = 0;
+    expect_refused(1, "slot 0: lease not in 1..last_lease");
+    valid = original, nth<snapshot_slot>(0).uses = 0;
+    expect_refused(1, "slot 0: leased with uses outside 1..max_uses");
+    valid = original, nth<snapshot_slot>(0).uses = 3;
+    c.max_uses = 2;
+    expect_refused(1, "slot 0: leased with uses outside 1..max_uses");
+    valid = original, c.max_uses = 0, c.leak_threshold = 0;
+    expect_refused(1, "slot 0: an unreported lease without leak_threshold");
+}
+
+TEST_F(refusal, ResettingWithMaxUsesReached) {
+    c.reset_on_release = true;
+    c.max_uses = 2;
+    auto& slot = nth<snapshot_slot>(2);
+    slot.state = slot_state::resetting, slot.uses = 2;
+    expect_refused(3, "slot 2: max_uses reached");
+}
+
+TEST_F(refusal, MoreSpawnsThanMaxConcurrentSpawns) {
+    c.max_concurrent_spawns = 1;
+    expect_refused(4, "slot 3: more spawns than max_concurrent_spawns");
+}
+
+TEST_F(capped_refusal, LeasesNotGrantedInLeaseOrder) {
+    nth<snapshot_slot>(2).granted_at = 2;  // lease 2 granted with lease 1, in one step: valid
+    { scheduler restored(c, valid, 1); }
+    nth<snapshot_slot>(2).granted_at = 1;
+    expect_refused(5, "slot 2: leases are granted in lease order");
+}
+
+// Handle records run out at max_waiters + slot_capacity = 13: handles 8 and 9, then
+// capped handles 20... (each refused later, a cap without waiters or leases).
+TEST_F(refusal, MoreHandlesThanHandleRecords) {
+    const auto after = [this] { return valid.begin() + static_cast<std::ptrdiff_t>(index_of(nth<snapshot_handle>(1))) + 1; };
+    for (std::uint64_t id = 30; id >= 20; --id) valid.insert(after(), snapshot_handle{id, 1, 0, 1});
+    // Thirteen records; slot 0's lease (handle 7, no record) needs a fourteenth.
+    expect_refused(index_of(nth<snapshot_counter>(0)), "more handles than max_waiters + slot_capacity");
+    valid.insert(after(), snapshot_handle{31, 1, 0, 1});  // listed before 20..30: 30 is the fourteenth
+    expect_refused(index_of(snapshot_handle{30, 1, 0, 1}), "handle id=30: more handles than max_waiters + slot_capacity");
+}
+
+TEST_F(refusal, HandleRecordsThatCannotBe) {
+    const std::vector<snapshot_record> original = valid;
+    nth<snapshot_handle>(1).weight = 65535;  // the largest weight: valid
+    { scheduler restored(c, valid, 1); }
+    nth<snapshot_handle>(1).weight = 0;
+    expect_refused(index_of(nth<snapshot_handle>(1)), "handle id=9: weight outside 1..65535");
+    valid = original, nth<snapshot_handle>(0).turn = 1;
+    c.policy = fairness_policy::fifo;
+    expect_refused(index_of(nth<snapshot_handle>(0)), "handle id=8: turn not below its weight (0 under fifo)");
+    valid = {snapshot_begin{}, snapshot_handle{8, 1, 0}, snapshot_end{}};
+    expect_refused(1, "handle id=8: a handle before start");
+}
+
+TEST_F(refusal, WaiterRecordsThatCannotBe) {
+    const std::vector<snapshot_record> original = valid;
+    const std::size_t third = index_of(nth<snapshot_waiter>(2));
+    c.max_waiters = 2;
+    expect_refused(third, "waiter id=5: more waiters than max_waiters");
+    c.max_waiters = 8;
+    nth<snapshot_waiter>(2).arrival = nth<snapshot_begin>().arrivals;
+    expect_refused(third, "waiter id=5: arrival not increasing, or not below arrivals");
+    valid = original, nth<snapshot_waiter>(2).arrival = nth<snapshot_waiter>(1).arrival;
+    expect_refused(third, "waiter id=5: arrival not increasing, or not below arrivals");
+    valid = original, nth<snapshot_waiter>(2).arrived_at = 203;
+    expect_refused(third, "waiter id=5: arrived_at after now, or before the waiter queued before it");
+    valid = original, nth<snapshot_waiter>(2).arrived_at = nth<snapshot_waiter>(1).arrived_at - 1;
+    expect_refused(third, "waiter id=5: arrived_at after now, or before the waiter queued before it");
+}
+
+TEST_F(refusal, SizesBeforeStart) {
+    valid = {snapshot_begin{}, snapshot_sizes{4, 0}, snapshot_end{}};
+    expect_refused(1, "sizes: a resize before start");
+}
+
+// Whole-state rules (check_restored), each on a small snapshot of its own.
+TEST_F(refusal, StatesNoStepLeaves) {
+    snapshot_begin b{};
+    b.now = 200, b.started = true, b.idle_seq = 1;
+    const snapshot_slot idle{never, 150, 150, 0, 0, 0, 1, 0, slot_state::idle};
+    const snapshot_slot spawning{never, 0, 0, 0, 0, 0, 0, 1, slot_state::spawning};
+    snapshot_begin closing = b;
+    closing.shutting_down = true, closing.closed = true;
+    valid = {closing, spawning, snapshot_end{}};
+    expect_refused(2, "closed with a slot not empty");
+    closing.closed = false;
+    valid = {closing, idle, snapshot_idle{0}, snapshot_end{}};
+    expect_refused(3, "idle slots while shutting down");
+    valid = {closing, snapshot_end{}};
+    expect_refused(1, "shutting down with every slot empty, yet not closed");
+    valid = {b, snapshot_sizes{1, 0}, idle, spawning, snapshot_idle{0}, snapshot_end{}};
+    expect_refused(5, "an idle slot while more slots are live than max_slots");
+    // One waiter and a fresh idle slot (check_after_idle 100: fresh until 250).
+    snapshot_begin waiting = b;
+    waiting.highest_waiter = 1, waiting.arrivals = 1;
+    valid = {waiting, idle, snapshot_idle{0}, snapshot_handle{7, 1, 0}, snapshot_waiter{1, 7, never, 200, 0},
+             snapshot_end{}};
+    expect_refused(5, "an idle slot while a waiter is queued (invariant 6)");
+    // ... covered by a spawn: still refused, the slot is fresh.
+    valid = {waiting, idle, spawning, snapshot_idle{0}, snapshot_handle{7, 1, 0}, snapshot_waiter{1, 7, never, 200, 0},
+             snapshot_end{}};
+    expect_refused(6, "an idle slot while a waiter is queued (invariant 6)");
+    // A stale idle slot (verified at 50) with the waiter not covered.
+    snapshot_slot stale = idle;
+    stale.verified_at = stale.idle_since = 50;
+    valid = {waiting, stale, snapshot_idle{0}, snapshot_handle{7, 1, 0}, snapshot_waiter{1, 7, never, 200, 0},
+             snapshot_end{}};
+    expect_refused(5, "an idle slot while a waiter is queued (invariant 6)");
+    // An idle timeout due at 150.
+    c.idle_timeout = 100;
+    valid = {b, stale, snapshot_idle{0}, snapshot_end{}};
+    expect_refused(3, "work is due at or before now (150)");
+}
+
+// What the restore builds besides the records: each checked by the steps that follow.
+void expect_same_tail(const config& c, const std::vector<event>& before, const std::vector<event>& after) {
+    scheduler original(c, 1);
+    for (const event& e : before) original.step(e);
+    scheduler restored(c, snapshot_of(original), 2);
+    for (std::size_t i = 0; i < after.size(); ++i)
+        ASSERT_EQ(step(restored, after[i]), step(original, after[i])) << "event " << i << " after the restore";
+}
+
+TEST(SchedulerSnapshot, RestoredIdleTimesKeepTheirOrder) {
+    config c;
+    c.max_slots = 2;
+    c.check_after_idle = 100'000;
+    c.idle_timeout = 1000;
+    expect_same_tail(c,
+                     {event::start(0), event::acquire(0, 1, 7), event::spawned(1, 0), event::acquire(2, 2, 7),
+                      event::spawned(3, 1), event::release(10, 1, 2), event::release(20, 0, 1)},
+                     {event::tick(1010), event::tick(1020)});  // slot 1 idle longest: it times out first
+}
+
+TEST(SchedulerSnapshot, RestoredFifoIdleOrderGrantsTheOldestFreshSlot) {
+    config c;
+    c.max_slots = 2;
+    c.check_after_idle = 100'000;
+    c.idle_order = idle_order::fifo;
+    expect_same_tail(c,
+                     {event::start(0), event::acquire(0, 1, 7), event::spawned(1, 0), event::acquire(2, 2, 7),
+                      event::spawned(3, 1), event::release(10, 0, 1), event::release(20, 1, 2)},
+                     {event::acquire(30, 3, 7)});  // slot 0, idle longest
+}
+
+TEST(SchedulerSnapshot, ARestoredBackoffEndsWithASpawn) {
+    config c;
+    c.max_slots = 1;
+    expect_same_tail(c, {event::start(0), event::acquire(0, 1, 7), event::spawn_failed(1, 0)},
+                     {event::tick(1 + 100'000'000), event::spawned(1 + 100'000'001, 0)});
+}
+
 }  // namespace
 }  // namespace fairpool::core
