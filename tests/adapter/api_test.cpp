@@ -326,7 +326,7 @@ void churn_on(Executor ex, int producers, int per_producer) {
                 ++issued;
                 const unsigned kind = next() % 5;
                 const bool dirty = next() % 7 == 0;
-                auto done = [&, dirty](error_code ec, pool<res>::lease_type l) {
+                auto done = [&, dirty](error_code ec, typename pool<res>::lease_type l) {
                     ++outcomes;
                     if (!ec) {
                         if (in_use.fetch_add(1) >= 3) ++doubled;
@@ -339,7 +339,7 @@ void churn_on(Executor ex, int producers, int per_producer) {
                 else if (kind == 2) {
                     auto sig = std::make_shared<boost::asio::cancellation_signal>();
                     h.async_acquire(boost::asio::bind_cancellation_slot(
-                        sig->slot(), boost::asio::bind_executor(strand, [sig, done](error_code ec, pool<res>::lease_type l) {
+                        sig->slot(), boost::asio::bind_executor(strand, [sig, done](error_code ec, typename pool<res>::lease_type l) {
                             done(ec, std::move(l));
                         })));
                     boost::asio::post(strand, [sig] { sig->emit(boost::asio::cancellation_type::terminal); });
