@@ -187,18 +187,23 @@ void run_until(boost::asio::io_context& io, Done done) {
     }
 }
 
+// How many moves a fragile resource takes from the factory into its slot (0 if none
+// was granted).
+int moves_into_a_slot() {
+    int moves = 0;
+    boost::asio::io_context io;
+    fragile::throw_at = 0;
+    pool<fragile> p(io.get_executor(), slots(1), []() -> boost::asio::awaitable<fragile> { co_return fragile(); });
+    p.async_acquire([&](error_code ec, pool<fragile>::lease_type l) {
+        if (!ec) moves = l->moves;
+    });
+    run_until(io, [&] { return moves != 0; });
+    return moves;
+}
+
 TEST(adapter_api, a_resource_whose_move_into_its_slot_throws_is_a_failed_spawn) {
-    int moves_to_slot = 0;
-    {  // How many moves a resource takes from the factory into its slot.
-        boost::asio::io_context io;
-        fragile::throw_at = 0;
-        pool<fragile> p(io.get_executor(), slots(1), []() -> boost::asio::awaitable<fragile> { co_return fragile(); });
-        p.async_acquire([&](error_code ec, pool<fragile>::lease_type l) {
-            if (!ec) moves_to_slot = l->moves;
-        });
-        run_until(io, [&] { return moves_to_slot != 0; });
-        ASSERT_GT(moves_to_slot, 0);
-    }
+    const int moves_to_slot = moves_into_a_slot();
+    ASSERT_GT(moves_to_slot, 0);
     boost::asio::io_context io;
     fragile::throw_at = moves_to_slot;  // the move into the slot throws
     auto o = slots(1);
@@ -222,17 +227,8 @@ TEST(adapter_api, a_resource_whose_move_into_its_slot_throws_is_a_failed_spawn) 
 }
 
 TEST(adapter_api, a_resource_whose_move_out_of_its_slot_throws_still_retires) {
-    int moves_to_slot = 0;
-    {
-        boost::asio::io_context io;
-        fragile::throw_at = 0;
-        pool<fragile> p(io.get_executor(), slots(1), []() -> boost::asio::awaitable<fragile> { co_return fragile(); });
-        p.async_acquire([&](error_code ec, pool<fragile>::lease_type l) {
-            if (!ec) moves_to_slot = l->moves;
-        });
-        run_until(io, [&] { return moves_to_slot != 0; });
-        ASSERT_GT(moves_to_slot, 0);
-    }
+    const int moves_to_slot = moves_into_a_slot();
+    ASSERT_GT(moves_to_slot, 0);
     boost::asio::io_context io;
     fragile::throw_at = moves_to_slot + 1;  // the move out of the slot, at its retirement, throws
     int closes = 0;
