@@ -434,12 +434,17 @@ void scheduler::spawn_failed(std::uint32_t s) {
     ++stats_.spawn_failures;
     become_empty(s);
     ++spawn_failures_in_a_row_;
-    const std::uint64_t shift = spawn_failures_in_a_row_ - 1;
+    backoff_end_ = saturating_add(now_, backoff_delay(spawn_failures_in_a_row_));
+}
+
+// Decision 6: the delay after `failures` spawn failures in a row (failures >= 1),
+// spawn_backoff_initial doubled per failure after the first, at most spawn_backoff_max.
+// (Snapshot restore checks a restored backoff_end against it too.)
+nanos scheduler::backoff_delay(std::uint64_t failures) const noexcept {
+    const std::uint64_t shift = failures - 1;
     const nanos initial = config_.spawn_backoff_initial;
-    const nanos delay = shift >= 64 || initial > (never >> shift)
-                            ? config_.spawn_backoff_max
-                            : std::min(initial << shift, config_.spawn_backoff_max);
-    backoff_end_ = saturating_add(now_, delay);
+    return shift >= 64 || initial > (never >> shift) ? config_.spawn_backoff_max
+                                                     : std::min(initial << shift, config_.spawn_backoff_max);
 }
 
 // Step 2 may already have retired the slot (max_lifetime, idle_timeout): then the

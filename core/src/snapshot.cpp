@@ -61,12 +61,6 @@ std::uint32_t u32(std::uint64_t v) noexcept { return static_cast<std::uint32_t>(
 
 std::string slot_name(std::uint32_t s) { return "slot " + std::to_string(s); }
 
-// Decision 6: the delay after `failures` spawn failures in a row (failures >= 1).
-nanos backoff_delay(std::uint64_t failures, nanos initial, nanos max) noexcept {
-    const std::uint64_t shift = failures - 1;
-    return shift >= 64 || initial > (never >> shift) ? max : std::min(initial << shift, max);
-}
-
 }  // namespace
 
 // ---------------------------------------------------------------------------------
@@ -279,8 +273,7 @@ void scheduler::restore_scalars(const snapshot_begin& b) {
     if (b.spawn_failures_in_a_row == last_count)
         refuse(0, "spawn_failures_in_a_row at 2^64-1 (the next failure would wrap it)");
     if (b.spawn_failures_in_a_row > 0) {  // the last failure's now, 0..now, + its delay
-        const nanos delay =
-            backoff_delay(b.spawn_failures_in_a_row, config_.spawn_backoff_initial, config_.spawn_backoff_max);
+        const nanos delay = backoff_delay(b.spawn_failures_in_a_row);
         if (b.backoff_end < delay || b.backoff_end > saturating_add(b.now, delay))
             refuse(0, "backoff_end " + std::to_string(b.backoff_end) + " is not a failure's time (0..now) + " +
                           std::to_string(delay) + ", the delay of " + std::to_string(b.spawn_failures_in_a_row) +

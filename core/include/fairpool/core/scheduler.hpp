@@ -228,6 +228,7 @@ private:
     void become_empty(std::uint32_t slot) noexcept;
     void retire_sorted_scratch(retire_reason why);
     [[nodiscard]] std::int64_t spawn_budget() const noexcept;
+    [[nodiscard]] nanos backoff_delay(std::uint64_t failures) const noexcept;
     [[nodiscard]] std::uint64_t count(slot_state s) const noexcept { return stats_.slots[static_cast<int>(s)]; }
     [[nodiscard]] std::uint64_t live() const noexcept {
         return capacity_ - count(slot_state::empty) - count(slot_state::retiring);
