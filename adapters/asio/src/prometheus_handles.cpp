@@ -40,20 +40,14 @@ void append_per_handle(std::string& out, std::span<const prometheus_pool_handles
         for (const prometheus_handle& h : pool.handles) sample(pool.label, h);
 }
 
-void append_counts(std::string& out, std::span<const prometheus_pool_handles> pools, std::string_view name,
-                   std::string_view type, std::string_view help, count_of member) {
+// A family of one value per handle: `member`, written by `format` (a count, or
+// nanoseconds as seconds).
+void append_values(std::string& out, std::span<const prometheus_pool_handles> pools, std::string_view name,
+                   std::string_view type, std::string_view help, count_of member,
+                   void (*format)(std::string&, std::uint64_t) = append_u64) {
     append_per_handle(out, pools, name, type, help, [&](std::string_view pool, const prometheus_handle& h) {
         append_series(out, name, pool, h.tenant);
-        append_u64(out, h.stats.*member);
-        out += '\n';
-    });
-}
-
-void append_seconds(std::string& out, std::span<const prometheus_pool_handles> pools, std::string_view name,
-                    std::string_view type, std::string_view help, count_of member) {
-    append_per_handle(out, pools, name, type, help, [&](std::string_view pool, const prometheus_handle& h) {
-        append_series(out, name, pool, h.tenant);
-        append_seconds_exact(out, h.stats.*member);
+        format(out, h.stats.*member);
         out += '\n';
     });
 }
@@ -78,9 +72,9 @@ void append_prometheus_handles(std::string& out, std::string_view pool_label,
 }
 
 void append_prometheus_handles(std::string& out, std::span<const prometheus_pool_handles> pools) {
-    append_counts(out, pools, "fairpool_handle_acquires_total", "counter",
+    append_values(out, pools, "fairpool_handle_acquires_total", "counter",
                   "Acquires of the handle that reached the scheduler.", &handle_stats::acquires);
-    append_counts(out, pools, "fairpool_handle_grants_total", "counter", "Acquires of the handle granted a resource.",
+    append_values(out, pools, "fairpool_handle_grants_total", "counter", "Acquires of the handle granted a resource.",
                   &handle_stats::grants);
     constexpr std::string_view rejections = "fairpool_handle_rejections_total";
     append_per_handle(out, pools, rejections, "counter", "Acquires of the handle rejected, by reason.",
@@ -91,15 +85,16 @@ void append_prometheus_handles(std::string& out, std::span<const prometheus_pool
                               out += '\n';
                           }
                       });
-    append_counts(out, pools, "fairpool_handle_leases_out", "gauge", "Leases of the handle out now.",
+    append_values(out, pools, "fairpool_handle_leases_out", "gauge", "Leases of the handle out now.",
                   &handle_stats::leases_out);
-    append_counts(out, pools, "fairpool_handle_leases_out_max", "gauge", "The most leases of the handle out at once.",
+    append_values(out, pools, "fairpool_handle_leases_out_max", "gauge", "The most leases of the handle out at once.",
                   &handle_stats::leases_out_max);
-    append_seconds(out, pools, "fairpool_handle_wait_seconds_total", "counter",
-                   "Time from acquire to grant, summed over the handle's grants.", &handle_stats::wait_total_ns);
-    append_seconds(out, pools, "fairpool_handle_wait_seconds_max", "gauge",
-                   "The longest time from acquire to grant of one of the handle's grants.",
-                   &handle_stats::wait_max_ns);
+    append_values(out, pools, "fairpool_handle_wait_seconds_total", "counter",
+                  "Time from acquire to grant, summed over the handle's grants.", &handle_stats::wait_total_ns,
+                  append_seconds_exact);
+    append_values(out, pools, "fairpool_handle_wait_seconds_max", "gauge",
+                  "The longest time from acquire to grant of one of the handle's grants.", &handle_stats::wait_max_ns,
+                  append_seconds_exact);
 }
 
 }  // namespace fairpool
