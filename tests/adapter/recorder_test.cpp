@@ -1,11 +1,11 @@
 // The flight recorder (pool_options::recording) on one thread, with the manual clock:
 // segments and their retention, memory-only recording and dump_recording, a writer
 // that stalls (the gap path), a step too big for the ring, a writer that cannot write
-// (no directory, a full disk), a process killed while its writer writes, and options
-// validation. Every recording is read back in process (the core restored from each
-// segment's snapshot replays its events with the recorded effects) and, where
-// FAIRPOOL_REPLAY names the tool, replayed by `fairpool-replay --check` file by file
-// and as a chain.
+// (no directory, a full disk, a full disk and a cut back that fails), a process killed
+// while its writer writes, and options validation. Every recording is read back in
+// process (the core restored from each segment's snapshot replays its events with the
+// recorded effects) and, where FAIRPOOL_REPLAY names the tool, replayed by
+// `fairpool-replay --check` file by file and as a chain.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <boost/asio/io_context.hpp>
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
@@ -348,6 +349,108 @@ TEST_F(recorder, a_write_that_fails_is_cut_back_to_the_last_whole_step) {
     const auto [replayed, printed] = run_replay_check(tool, recording.path());
     EXPECT_EQ(replayed, 0) << printed;
     EXPECT_EQ(printed.find(": cut"), std::string::npos) << printed;
+}
+
+// This process's files limited to `bytes` (RLIMIT_FSIZE's soft limit; a write past it
+// fails with EFBIG, SIGXFSZ ignored) while it lives. Only the soft limit moves, so it
+// goes back up without privileges. Nothing in the process but the recorder's writer
+// writes regular files meanwhile.
+class file_size_limit {
+public:
+    explicit file_size_limit(rlim_t bytes) {
+        old_handler_ = std::signal(SIGXFSZ, SIG_IGN);
+        ::getrlimit(RLIMIT_FSIZE, &old_);
+        const rlimit limited{bytes, old_.rlim_max};
+        set_ = ::setrlimit(RLIMIT_FSIZE, &limited) == 0;
+    }
+    file_size_limit(const file_size_limit&) = delete;
+    file_size_limit& operator=(const file_size_limit&) = delete;
+    ~file_size_limit() {
+        ::setrlimit(RLIMIT_FSIZE, &old_);
+        std::signal(SIGXFSZ, old_handler_);
+    }
+    [[nodiscard]] bool set() const noexcept { return set_; }
+
+private:
+    rlimit old_{};
+    void (*old_handler_)(int) = SIG_DFL;
+    bool set_ = false;
+};
+
+// The writer's cut of a file after a failed write fails with EIO while it lives
+// (flight_writer::cut_file, the seam for what cannot be caused on demand).
+class failing_cut {
+public:
+    failing_cut() {
+        detail::flight_writer::cut_file.store([](const fs::path&, std::uint64_t) { return EIO; });
+    }
+    failing_cut(const failing_cut&) = delete;
+    failing_cut& operator=(const failing_cut&) = delete;
+    ~failing_cut() { detail::flight_writer::cut_file.store(&detail::flight_writer::truncate_file); }
+};
+
+// A write that fails (the file size limit, in this process around one dump) and whose
+// cut back to the last whole step fails too: the file is not removed (that lost the
+// whole segment while events_written and segments_written still counted it) but left as
+// it is, cut where the failed write began (a hole: a line starting with a NUL byte,
+// CONTRACT section 7.2, "Cut files"), and written no more. The status says so, and its
+// counters are what the file holds whole: what fairpool-replay replays, up to the cut.
+TEST_F(recorder, a_write_that_fails_and_cannot_be_cut_back_leaves_the_file_cut_and_the_status_says_so) {
+    scratch_directory recording, first_dump, dump, last_dump;
+    pool_options o = options(1, 1);
+    recorder_options r = in_directory(recording.path(), 1'000'000, 8);
+    r.flush_interval = std::chrono::hours(24);  // the dumps drain the ring: each is a write
+    o.recording = r;
+    auto pool = make_pool(o);
+    settle();           // start, spawned
+    cycles(*pool, 20);  // 40 more
+    ASSERT_FALSE(pool->dump_recording(first_dump.path()));
+    const fs::path file = recording / detail::flight_writer::file_name(0);
+    const std::string whole = file_text(file);
+    ASSERT_EQ(read_segment(file).steps.size(), 42u);
+    ASSERT_EQ(pool->recording_status()->events_written, 42u);
+
+    constexpr std::size_t torn = 100;  // what the failed write leaves past the last whole step
+    {
+        const failing_cut cut;
+        const file_size_limit limit(whole.size() + torn);
+        ASSERT_TRUE(limit.set());
+        cycles(*pool, 20);
+        // The dump's copy of the file fits the limit exactly.
+        EXPECT_FALSE(pool->dump_recording(dump.path()));
+    }
+    cycles(*pool, 5);  // not written: the writing stopped
+    EXPECT_FALSE(pool->dump_recording(last_dump.path()));
+    const auto status = pool->recording_status();
+    ASSERT_TRUE(status);
+    EXPECT_EQ(status->write_errors, 1u);
+    EXPECT_EQ(status->segments_written, 1u);
+    EXPECT_EQ(status->events_written, 42u);
+    EXPECT_EQ(status->events_lost, 0u);
+    EXPECT_EQ(status->last_error, "writing " + file.string() +
+                                      ": File too large; cutting it back to its last whole step: Input/output error: "
+                                      "left cut where that write began");
+    end(pool);
+
+    // On disk: the 42 steps whole, then the torn write, its first byte a hole.
+    ASSERT_EQ(segment_files(recording.path()), std::vector<fs::path>{file});
+    const std::string text = file_text(file);
+    ASSERT_EQ(text.size(), whole.size() + torn);
+    EXPECT_EQ(text.substr(0, whole.size()), whole);
+    EXPECT_EQ(text[whole.size()], '\0');
+    EXPECT_EQ(text.find('\0'), whole.size());
+    EXPECT_EQ(file_text(dump / detail::flight_writer::file_name(0)), text);
+    EXPECT_EQ(file_text(last_dump / detail::flight_writer::file_name(0)), text);
+    const std::string tool = replay_tool();
+    if (tool.empty()) GTEST_SKIP() << "FAIRPOOL_REPLAY does not name fairpool-replay";
+    const std::string cut_line = std::to_string(std::count(whole.begin(), whole.end(), '\n') + 1);
+    for (const fs::path& target : {recording.path(), file, dump.path()}) {
+        const auto [replayed, printed] = run_replay_check(tool, target);
+        EXPECT_EQ(replayed, 0) << printed;
+        EXPECT_NE(printed.find(detail::flight_writer::file_name(0) + ":" + cut_line + ": cut: "), std::string::npos)
+            << printed;
+        EXPECT_NE(printed.find(": ok, 42 events"), std::string::npos) << printed;
+    }
 }
 
 // Kills `child` (SIGKILL) right after its recording in `dir` grew for the `times`-th

@@ -45,6 +45,14 @@ int write_at(int fd, std::string_view text, std::uint64_t offset) {
 
 }  // namespace
 
+int flight_writer::truncate_file(const fs::path& path, std::uint64_t size) {
+    std::error_code ec;
+    fs::resize_file(path, size, ec);
+    return ec.value();
+}
+
+std::atomic<flight_writer::cut_function> flight_writer::cut_file{&flight_writer::truncate_file};
+
 flight_writer::flight_writer(recorder_options o, const core::config& resolved)
     : options_(std::move(o)), config_(resolved) {
     snapshot_.reserve(static_cast<std::size_t>(core::max_snapshot_records(resolved)));
@@ -201,17 +209,25 @@ void flight_writer::forget_old_segments() {
 
 // A write failed (a full disk): the file is cut back to its last whole step, so that
 // what is left, and what dump_recording copies, is a valid trace; a file without a
-// whole start is removed.
+// whole start (which segments_written never counted) is removed. When the cut fails,
+// the file stays as the failed write left it, kept and written no more: the whole steps
+// events_written counted, then at most that write's torn text, whose first byte is a
+// hole (write_batch writes it last), so fairpool-replay reads the file up to there
+// (CONTRACT section 7.2, "Cut files"). Removing it would lose steps the counters say
+// were written.
 void flight_writer::fail_writing(int error) {
     const fs::path path = current_path();
     fail("writing " + path.string() + ": " + error_text(error));
-    std::error_code ec;
-    if (file_size_ > 0) fs::resize_file(path, file_size_, ec);
-    if (file_size_ == 0 || ec) {
-        if (ec) last_error_ += "; cutting it back to its last whole step: " + ec.message() + ": removed";
+    if (file_size_ == 0) {
+        std::error_code ec;
         fs::remove(path, ec);
+        if (ec) last_error_ += "; removing it (it holds no whole start): " + ec.message();
         retained_.pop_back();
+        return;
     }
+    if (const int cut = cut_file.load(std::memory_order_relaxed)(path, file_size_); cut != 0)
+        last_error_ +=
+            "; cutting it back to its last whole step: " + error_text(cut) + ": left cut where that write began";
 }
 
 void flight_writer::fail(const std::string& what) {

@@ -47,7 +47,12 @@ struct recorder_options {
 // Empty if valid, else "FIELD: why".
 [[nodiscard]] std::optional<std::string> validate(const recorder_options& o);
 
-// What the recorder did so far (pool::recording_status).
+// What the recorder did so far (pool::recording_status). After a failed write the file
+// being written keeps only its whole steps (cut back, or removed if it holds no whole
+// start); if the cut itself fails, last_error says so ("…: left cut where that write
+// began") and the file keeps the failed write's torn tail, which fairpool-replay drops
+// (docs/CONTRACT.md section 7.2, "Cut files"). Either way segments_written and
+// events_written count only what the files hold whole, never the failed write.
 struct recording_status {
     std::uint64_t segments_started = 0;  // by the actor: segment records pushed
     std::uint64_t segments_written = 0;  // by the writer: segments whose start it wrote

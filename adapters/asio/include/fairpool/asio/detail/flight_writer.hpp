@@ -13,8 +13,10 @@
 // A failed write (a directory that cannot be made, a full disk) never reaches the
 // pool: it is counted, kept as last_error, and nothing more is written to files. The
 // file being written is cut back to its last whole step (removed if it has none), so
-// every file left is a valid trace.
+// every file left is a valid trace; if that cut fails, the file is kept cut where the
+// failed write began, as a killed process leaves it (fail_writing).
 #include <boost/system/error_code.hpp>
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <filesystem>
@@ -71,6 +73,14 @@ public:
     void fill(recording_status& s) const;
 
     [[nodiscard]] static std::string file_name(std::uint64_t segment);  // segment-00000003.trace
+
+    // Cuts the file at `path` back to `size` bytes after a failed write: 0, or the errno
+    // of the failure. truncate_file (truncate(2)), unless a test put one that fails in
+    // its place: a truncate that fails cannot be caused on demand. Read only after a
+    // failed write.
+    using cut_function = int (*)(const std::filesystem::path& path, std::uint64_t size);
+    static int truncate_file(const std::filesystem::path& path, std::uint64_t size);
+    static std::atomic<cut_function> cut_file;
 
 private:
     void begin_segment();
