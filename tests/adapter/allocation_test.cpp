@@ -10,6 +10,10 @@
 //
 // The same loop as a coroutine (co_spawn + use_awaitable) is measured and reported; it
 // is expected to be allocation-free too (Asio recycles awaitable frames per thread).
+//
+// And allocation failure (fault injection through the same wrapped functions): a
+// pool's construction and make_handle, with each of their allocations failing in turn,
+// either succeed or throw std::bad_alloc having changed nothing (the section at the end).
 #include <gtest/gtest.h>
 
 #include <boost/asio/co_spawn.hpp>
@@ -24,8 +28,10 @@
 #include <dlfcn.h>
 #include <execinfo.h>
 #include <filesystem>
-#include <string>
+#include <limits>
 #include <new>
+#include <optional>
+#include <string>
 #include <unistd.h>
 
 #include "fairpool/asio/pool.hpp"
@@ -105,8 +111,24 @@ void print_captured() {
     }
 }
 
+// Fault injection: while armed (failing_allocation, below), the allocation numbered
+// failing_at on the arming thread, counted from 0 at arming, fails. Other threads'
+// allocations, and the unwinder's, are never failed.
+thread_local bool failing_armed = false;
+thread_local std::uint64_t failing_seen = 0;
+thread_local std::uint64_t failing_at = 0;
+thread_local bool failing_injected = false;
+
+bool fail_allocation() noexcept {
+    if (in_hook || !failing_armed) return false;
+    if (failing_seen++ != failing_at) return false;
+    failing_injected = true;
+    return true;
+}
+
 }  // namespace
 
+#define FAIRPOOL_FAILING_ALLOCATION
 #include "../support/counting_allocation.hpp"
 
 namespace fairpool::testing {
@@ -385,6 +407,264 @@ TEST(adapter_allocation, coroutine_acquire_release_cycles_once_warm) {
                 static_cast<unsigned long long>(w.count()), static_cast<unsigned long long>(measured));
     EXPECT_EQ(w.count(), 0u);
     if (w.count() != 0) print_captured();
+}
+
+// --- Allocation failure ----------------------------------------------------------------
+//
+// A call that allocates before it changes any shared state either succeeds or throws
+// std::bad_alloc having changed nothing: no abort, no leak (the ASan build), nothing
+// left posted, the pool's counters as they were, and the io_context and its pools still
+// serving and closing. Swept here: the call runs with its n-th allocation failing
+// (counted from the start of the call, on the calling thread only), for n = 0, 1, 2, ...
+// until it returns with no failure injected; after each failure the io_context is run
+// and its pools checked.
+//
+// What is left out: a drain cannot stop half-way, so an allocation failing in one is
+// fatal by design (actor.hpp: drain_or_die), and so is the post of a drain once the
+// actor is scheduled (post_drain). The calls are made off the pool's executor (no
+// thread runs the io_context meanwhile), so none drains inline: the one such
+// allocation in them is the post of the new pool's start drain, which pool_state::start
+// makes last, once nothing else can throw. A construction is therefore swept up to its
+// last allocation, and a death test pins that this last one is that post.
+
+constexpr std::uint64_t no_failure = std::numeric_limits<std::uint64_t>::max();
+
+// Arms the fault injection for its lifetime: the allocation numbered `n` on this thread
+// fails (none, if the call makes fewer).
+class failing_allocation {
+public:
+    explicit failing_allocation(std::uint64_t n) noexcept {
+        failing_seen = 0;
+        failing_at = n;
+        failing_injected = false;
+        failing_armed = true;
+    }
+    failing_allocation(const failing_allocation&) = delete;
+    failing_allocation& operator=(const failing_allocation&) = delete;
+    ~failing_allocation() { failing_armed = false; }
+};
+
+struct attempt {
+    bool threw = false;             // std::bad_alloc (anything else escapes: the test fails)
+    bool injected = false;          // the failure was injected
+    std::uint64_t allocations = 0;  // the call's, on this thread (a failed one included)
+};
+
+template <class Call>
+attempt with_failing_allocation(std::uint64_t n, Call&& call) {
+    attempt a;
+    {
+        failing_allocation failing(n);
+        try {
+            call();
+        } catch (const std::bad_alloc&) {
+            a.threw = true;
+        }
+    }
+    a.injected = failing_injected;
+    a.allocations = failing_seen;
+    return a;
+}
+
+pool_options sweep_options() {
+    pool_options o;
+    o.scheduler.max_slots = 2;
+    o.scheduler.min_slots = 1;
+    return o;
+}
+
+resource_hooks<int> sweep_hooks() {
+    return resource_hooks<int>{.create = []() -> boost::asio::awaitable<int> { co_return 7; }};
+}
+
+// One acquire through `source` (a pool or a handle) granted a resource, then released.
+template <class Source>
+bool serves(boost::asio::io_context& io, Source& source) {
+    bool done = false, ok = false;
+    source.async_acquire([&](error_code ec, lease<int> l) {
+        done = true;
+        ok = !ec && l && *l == 7;
+    });
+    io.restart();
+    while (!done && io.run_one() > 0) {
+    }
+    return ok;
+}
+
+// Runs what is ready (what a completion left behind), so that a later poll finds only
+// what came meanwhile.
+void settle(boost::asio::io_context& io) {
+    io.restart();
+    io.poll();
+}
+
+bool closes(boost::asio::io_context& io, int_pool& p) {
+    bool done = false, ok = false;
+    p.async_close([&](error_code ec, close_report r) {
+        done = true;
+        ok = !ec && r.closed;
+    });
+    io.restart();
+    while (!done && io.run_one() > 0) {
+    }
+    return ok;
+}
+
+// Sweeps the construction of a pool on a fresh io_context, on which `before` first does
+// what it does (construct a pool, or nothing). Returns the allocation points swept.
+template <class Before>
+std::uint64_t sweep_construction(Before before) {
+    const pool_options o = sweep_options();
+    const resource_hooks<int> hooks = sweep_hooks();
+    const auto construct = [&](std::optional<int_pool>& p, boost::asio::io_context& io) {
+        p.emplace(io.get_executor(), o, hooks);
+    };
+    // Each attempt from the same start: a fresh io_context and what `before` puts on it.
+    struct context {
+        boost::asio::io_context io{1};
+        std::optional<int_pool> earlier;
+    };
+    const auto fresh = [&] {
+        auto c = std::make_unique<context>();
+        before(c->io, c->earlier);
+        return c;
+    };
+    // The earlier pool, if any, is untouched by a failed construction and still serves.
+    const auto check_earlier = [](context& c, const core::stats& before_attempt) {
+        if (!c.earlier) return;
+        EXPECT_EQ(c.earlier->stats(), before_attempt);
+        EXPECT_TRUE(serves(c.io, *c.earlier));
+        EXPECT_TRUE(closes(c.io, *c.earlier));
+    };
+    const auto stats_of = [](context& c) { return c.earlier ? c.earlier->stats() : core::stats{}; };
+
+    // Its allocations, with none failing: the same in the last two of three runs (the
+    // first may count a first use, of the program's or of this thread's).
+    std::uint64_t total = 0;
+    for (int run = 0; run < 3; ++run) {
+        auto c = fresh();
+        std::optional<int_pool> p;
+        const core::stats earlier_stats = stats_of(*c);
+        const attempt a = with_failing_allocation(no_failure, [&] { construct(p, c->io); });
+        EXPECT_FALSE(a.threw);
+        EXPECT_FALSE(a.injected);
+        if (!p) return 0;
+        EXPECT_EQ(p->drains_posted(), 1u);  // the start drain, posted
+        EXPECT_TRUE(serves(c->io, *p));
+        EXPECT_TRUE(closes(c->io, *p));
+        check_earlier(*c, earlier_stats);
+        if (run == 2) {
+            EXPECT_EQ(a.allocations, total) << "a first use was counted";
+        }
+        total = a.allocations;
+    }
+    if (total < 2) {
+        ADD_FAILURE() << "the construction made " << total << " allocations";
+        return 0;
+    }
+
+    // The last one is the start drain's post: its failure is fatal by design.
+    const auto fail_the_last = [&] {
+        auto c = fresh();
+        std::optional<int_pool> p;
+        (void)with_failing_allocation(total - 1, [&] { construct(p, c->io); });
+    };
+    EXPECT_DEATH(fail_the_last(), "a drain could be posted to the pool's executor");
+
+    // Each one before it fails in turn.
+    for (std::uint64_t n = 0; n + 1 < total; ++n) {
+        auto c = fresh();
+        std::optional<int_pool> p;
+        settle(c->io);
+        const core::stats earlier_stats = stats_of(*c);
+        const attempt a = with_failing_allocation(n, [&] { construct(p, c->io); });
+        EXPECT_TRUE(a.threw) << "allocation " << n << " of " << total;
+        EXPECT_TRUE(a.injected) << "allocation " << n << " of " << total;
+        EXPECT_FALSE(p);
+        if (p) return n;
+        // Nothing left behind: no drain (a shutdown, say) posted, nothing to run.
+        c->io.restart();
+        EXPECT_EQ(c->io.poll(), 0u) << "allocation " << n << " of " << total;
+        check_earlier(*c, earlier_stats);
+        // The io_context still takes a pool, which serves and closes.
+        construct(p, c->io);
+        EXPECT_TRUE(serves(c->io, *p)) << "allocation " << n << " of " << total;
+        EXPECT_TRUE(closes(c->io, *p)) << "allocation " << n << " of " << total;
+    }
+
+    // And past the last: the construction succeeds, no failure injected.
+    auto c = fresh();
+    std::optional<int_pool> p;
+    const attempt a = with_failing_allocation(total, [&] { construct(p, c->io); });
+    EXPECT_FALSE(a.threw);
+    EXPECT_FALSE(a.injected);
+    EXPECT_EQ(a.allocations, total);
+    if (p) {
+        EXPECT_TRUE(serves(c->io, *p));
+        EXPECT_TRUE(closes(c->io, *p));
+    }
+    return total - 1;
+}
+
+// (a) The first pool of an io_context: it also creates the registry service (and the
+// timer's services).
+TEST(adapter_allocation_failure, a_pool_on_a_fresh_io_context_is_constructed_or_nothing_changes) {
+    const std::uint64_t swept =
+        sweep_construction([](boost::asio::io_context&, std::optional<int_pool>&) {});
+    std::printf("construction on a fresh io_context: %llu allocation points swept (and the start drain's post)\n",
+                static_cast<unsigned long long>(swept));
+    EXPECT_GT(swept, 0u);
+}
+
+// (b) Beside a pool already on the io_context, warm (its resource created), whose
+// counters a failed construction leaves as they were.
+TEST(adapter_allocation_failure, a_second_pool_on_an_io_context_is_constructed_or_nothing_changes) {
+    const std::uint64_t swept = sweep_construction([](boost::asio::io_context& io, std::optional<int_pool>& earlier) {
+        earlier.emplace(io.get_executor(), sweep_options(), sweep_hooks());
+        EXPECT_TRUE(serves(io, *earlier));
+    });
+    std::printf("construction beside a pool: %llu allocation points swept (and the start drain's post)\n",
+                static_cast<unsigned long long>(swept));
+    EXPECT_GT(swept, 0u);
+}
+
+// (c) make_handle, with a name too long for the short-string buffer (so it allocates).
+TEST(adapter_allocation_failure, make_handle_makes_a_handle_or_nothing_changes) {
+    boost::asio::io_context io(1);
+    int_pool pool(io.get_executor(), sweep_options(), sweep_hooks());
+    auto first = pool.make_handle();
+    ASSERT_TRUE(serves(io, first));
+    handle_options options;
+    options.weight = 3;
+    options.name = "a tenant whose name does not fit a short string";
+    int_pool::handle_type made;
+    std::uint64_t n = 0;
+    for (;; ++n) {
+        ASSERT_LT(n, 1'000u) << "make_handle never succeeded";
+        settle(io);
+        const core::stats before = pool.stats();
+        const attempt a = with_failing_allocation(n, [&] { made = pool.make_handle(options); });
+        if (!a.threw) {
+            EXPECT_FALSE(a.injected) << "allocation " << n << " failed, yet make_handle returned";
+            break;
+        }
+        EXPECT_TRUE(a.injected);
+        EXPECT_FALSE(made);
+        EXPECT_EQ(pool.stats(), before);
+        io.restart();
+        EXPECT_EQ(io.poll(), 0u);
+        EXPECT_TRUE(serves(io, first));
+    }
+    std::printf("make_handle: %llu allocation points swept\n", static_cast<unsigned long long>(n));
+    EXPECT_GT(n, 0u);
+    ASSERT_TRUE(made);
+    EXPECT_EQ(made.id(), first.id() + 1) << "a failed make_handle took a handle id";
+    EXPECT_EQ(made.name(), options.name);
+    EXPECT_TRUE(serves(io, made));
+    EXPECT_EQ(made.stats().grants, 1u);
+    first.reset();
+    made.reset();
+    EXPECT_TRUE(closes(io, pool));
 }
 
 }  // namespace

@@ -45,10 +45,17 @@ namespace fairpool {
 
 namespace detail {
 
-// Shuts the pool down when the last pool or handle object goes.
+// Starts the pool, and shuts it down when the last pool or handle object goes. The
+// start is the last step of the owner's construction, and the order matters: a state
+// that never announced its start must never be asked to shut down (the core takes no
+// shutdown before a start: an invariant broken, the process aborts). So if the start
+// throws (its registration with the execution context allocates: pool_state::start),
+// the owner never existed and its destructor, which requests the shutdown, never runs;
+// the state goes, registered nowhere, with nothing sent. Once start() returns, nothing
+// in the pool's construction can throw.
 template <class State>
 struct pool_owner {
-    explicit pool_owner(std::shared_ptr<State> s) noexcept : state(std::move(s)) {}
+    explicit pool_owner(std::shared_ptr<State> s) : state(std::move(s)) { state->start(); }
     pool_owner(const pool_owner&) = delete;
     pool_owner& operator=(const pool_owner&) = delete;
     ~pool_owner() { state->request_shutdown(); }
@@ -90,10 +97,12 @@ public:
     // Throws core::config_error if the options are invalid, or need a hook that is not
     // given (hooks.hpp: check_after_idle and keepalive_interval need `check`,
     // reset_on_release needs `reset`).
+    // Throws std::bad_alloc if an allocation fails, having sent nothing and left nothing
+    // to run (the execution context may keep a service created meanwhile: the timers',
+    // the pool registry's; a recording may have begun its first segment). The ordering
+    // that ensures it: pool_owner.
     pool(executor_type ex, const pool_options& options, hooks_type hooks)
-        : owner_(std::make_shared<owner_type>(std::make_shared<state_type>(std::move(ex), options, std::move(hooks)))) {
-        owner_->state->start();
-    }
+        : owner_(std::make_shared<owner_type>(std::make_shared<state_type>(std::move(ex), options, std::move(hooks)))) {}
 
     // `create` makes a resource (throw to fail: the scheduler backs off); `close`, if
     // given, closes one gracefully before it is dropped (bounded by options.retire_grace).
@@ -102,7 +111,8 @@ public:
 
     // A new handle: the unit of fairness (a tenant, a client connection, a stream), with
     // its weight (1..65535: its turn size in round robin), its lease cap and its name
-    // (options.hpp). Throws std::invalid_argument for a bad weight (nothing is sent).
+    // (options.hpp). Throws std::invalid_argument for a bad weight (nothing is sent);
+    // std::bad_alloc if an allocation fails, having changed nothing (no id taken).
     [[nodiscard]] handle_type make_handle(const handle_options& options) const {
         if (auto why = validate(options)) throw std::invalid_argument("fairpool::handle_options: " + *why);
         return handle_type(owner_, options);

@@ -26,6 +26,8 @@ public:
 
     explicit pool_registry(boost::asio::execution_context& context) : service(context) {}
 
+    // Throws std::bad_alloc if the list cannot grow, with the pool not added (only
+    // expired entries, which nothing reads, may have been dropped).
     void add(std::weak_ptr<abandonable> pool) {
         std::lock_guard lock(mutex_);
         std::erase_if(pools_, [](const std::weak_ptr<abandonable>& p) { return p.expired(); });

@@ -91,6 +91,11 @@ public:
     pool_state& operator=(const pool_state&) = delete;
     ~pool_state() = default;
 
+    // Registers with the execution context, which may throw (std::bad_alloc: the
+    // registry service created on first use, its list grown) having registered nothing,
+    // then announces the start, which cannot throw (a drain that cannot be posted is
+    // fatal: actor.hpp). In this order: once started, the pool must be shut down, so
+    // nothing may throw after the announcement (pool_owner starts it last of all).
     void start() {
         auto& context = boost::asio::query(executor_, boost::asio::execution::context);
         boost::asio::use_service<pool_registry>(context).add(this->weak_from_this());
