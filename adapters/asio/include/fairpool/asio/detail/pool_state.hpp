@@ -251,11 +251,17 @@ public:
         return {};
     }
 
+    // pool.async_close. Its waiter first, with everything that can throw (closing::add:
+    // its allocations, its deadline's timer); then, once it is queued, the shutdown,
+    // which cannot throw (its drain's post is fatal if it fails, as any drain's post).
+    // So a close that throws has changed nothing: no shutdown asked for, no waiter
+    // queued, its handler never run. On a pool already closed the waiter completes at
+    // once, and no shutdown is asked for again.
     template <class Handler>
     void start_close(Handler&& handler, std::optional<time_point> deadline) {
-        request_shutdown();
-        closing_.add(std::shared_ptr<closing_type>(this->shared_from_this(), &closing_), std::forward<Handler>(handler),
-                     deadline);
+        if (closing_.add(std::shared_ptr<closing_type>(this->shared_from_this(), &closing_),
+                         std::forward<Handler>(handler), deadline))
+            request_shutdown();
     }
 
     // The result of a resource's creation, check, reset or retirement (resources.hpp);
