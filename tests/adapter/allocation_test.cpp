@@ -12,21 +12,26 @@
 // is expected to be allocation-free too (Asio recycles awaitable frames per thread).
 //
 // And allocation failure (fault injection through the same wrapped functions): a
-// pool's construction, make_handle and async_close, with each of their allocations
-// failing in turn, either succeed or throw std::bad_alloc having changed nothing (the
-// sections at the end).
+// pool's construction, make_handle, async_close and an acquire refused busy, with each
+// of their allocations failing in turn, either succeed or throw std::bad_alloc having
+// changed nothing (the sections at the end).
 #include <gtest/gtest.h>
 
+#include <boost/asio/bind_allocator.hpp>
+#include <boost/asio/bind_executor.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/thread_pool.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/use_future.hpp>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <dlfcn.h>
 #include <execinfo.h>
 #include <filesystem>
@@ -830,6 +835,154 @@ TEST(adapter_allocation_failure, async_close_beside_a_waiting_close_closes_once_
 
 TEST(adapter_allocation_failure, async_close_on_a_closed_pool_completes_once_or_changes_nothing) {
     report_close_sweep("on a closed pool", before_close::pool_closed);
+}
+
+// --- Acquires refused busy under allocation failure ------------------------------------
+//
+// An acquire refused error::busy (admission full) posts its completion, which
+// allocates. If that fails the initiating function throws std::bad_alloc, and the
+// refusal is not counted (stats().busy_rejections, the handle's rejected_busy) and its
+// handler never runs; otherwise it is counted once and its handler runs once.
+
+struct busy_tally {
+    std::atomic<int> completions{0};
+    std::atomic<bool> busy{false};
+    auto handler() {
+        return [this](error_code ec, int_pool::lease_type) {
+            busy = ec == make_error_code(error::busy);
+            ++completions;
+        };
+    }
+};
+
+pool_options admitting_two() {
+    pool_options o = sweep_options();
+    o.scheduler.max_waiters = 1;
+    o.mailbox_capacity = 1;  // L = 2 acquires outstanding at most
+    return o;
+}
+
+// From off the pool's executor: refused on the caller's thread, its handler posted.
+TEST(adapter_allocation_failure, an_acquire_refused_busy_is_counted_once_or_changes_nothing) {
+    std::deque<busy_tally> tallies;  // they outlive the io_context
+    boost::asio::io_context io(1);
+    int_pool pool(io.get_executor(), admitting_two(), sweep_hooks());
+    ASSERT_TRUE(serves(io, pool));
+    auto h = pool.make_handle();
+    busy_tally& first = tallies.emplace_back();
+    busy_tally& second = tallies.emplace_back();
+    h.async_acquire(first.handler());  // admitted; no drain runs until the end
+    h.async_acquire(second.handler());
+    std::uint64_t expected_busy = 0;
+    for (const bool through_handle : {true, false}) {
+        std::uint64_t n = 0;
+        for (;; ++n) {
+            ASSERT_LT(n, 100u) << "the acquire never returned";
+            const std::uint64_t pool_busy = pool.stats().busy_rejections;
+            const std::uint64_t handle_busy = h.stats().rejected_busy;
+            busy_tally& t = tallies.emplace_back();
+            const attempt a = with_failing_allocation(n, [&] {
+                if (through_handle) h.async_acquire(t.handler());
+                else pool.async_acquire(t.handler());
+            });
+            if (!a.threw) {
+                EXPECT_FALSE(a.injected) << "allocation " << n << " failed, yet the acquire returned";
+                ++expected_busy;
+                break;
+            }
+            EXPECT_TRUE(a.injected);
+            EXPECT_EQ(pool.stats().busy_rejections, pool_busy) << "allocation " << n << ": a refusal not delivered counted";
+            EXPECT_EQ(h.stats().rejected_busy, handle_busy) << "allocation " << n << ": a refusal not delivered counted";
+        }
+        std::printf("an acquire refused busy (through %s): %llu allocation points swept\n",
+                    through_handle ? "a handle" : "the pool", static_cast<unsigned long long>(n));
+        EXPECT_GT(n, 0u);
+        EXPECT_EQ(pool.stats().busy_rejections, expected_busy);
+        EXPECT_EQ(h.stats().rejected_busy, 1u);  // the handle's one
+    }
+    settle(io);
+    EXPECT_EQ(first.completions, 1);
+    EXPECT_EQ(second.completions, 1);
+    // Each refusal that returned completed once, busy; one that threw never.
+    std::uint64_t refused = 0;
+    for (auto it = tallies.begin() + 2; it != tallies.end(); ++it) {
+        EXPECT_LE(it->completions, 1);
+        if (it->completions == 1) {
+            ++refused;
+            EXPECT_TRUE(it->busy);
+        }
+    }
+    EXPECT_EQ(refused, expected_busy);
+    EXPECT_EQ(tallies.back().completions, 1);
+    EXPECT_TRUE(closes(io, pool));
+}
+
+// An allocator Asio takes as it is (std::allocator<void> it swaps for its per-thread
+// recycling cache, which may serve a post without allocating): each allocation counted.
+template <class T>
+struct plain_allocator {
+    using value_type = T;
+    plain_allocator() noexcept = default;
+    template <class U>
+    plain_allocator(const plain_allocator<U>&) noexcept {}
+    T* allocate(std::size_t n) { return static_cast<T*>(::operator new(n * sizeof(T))); }
+    void deallocate(T* p, std::size_t) noexcept { ::operator delete(p); }
+    friend bool operator==(const plain_allocator&, const plain_allocator&) noexcept { return true; }
+};
+
+// On the pool's executor with the actor not idle (a drain posted, not yet run): refused
+// by the admission in the initiating function, through the acquire's operation, whose
+// completion is posted to the handler's executor: here a thread pool's, where the post
+// allocates (an io_context's would take the operation itself, allocating nothing). The
+// handler's allocator makes both allocations (the operation, the post's) real ones.
+TEST(adapter_allocation_failure, an_acquire_on_the_pools_executor_refused_busy_is_counted_once_or_changes_nothing) {
+    boost::asio::thread_pool elsewhere(1);
+    std::uint64_t n = 0;
+    for (;; ++n) {
+        ASSERT_LT(n, 100u) << "the acquire never returned";
+        busy_tally first, second, t;
+        boost::asio::io_context io(1);
+        int_pool pool(io.get_executor(), admitting_two(), sweep_hooks());
+        ASSERT_TRUE(serves(io, pool));
+        settle(io);  // the actor idle
+        auto h = pool.make_handle();
+        attempt a;
+        std::uint64_t pool_busy = 0, handle_busy = 0;
+        bool ran = false;
+        boost::asio::post(io, [&] {
+            ran = true;
+            pool_busy = pool.stats().busy_rejections;
+            handle_busy = h.stats().rejected_busy;
+            a = with_failing_allocation(n, [&] {
+                h.async_acquire(boost::asio::bind_allocator(plain_allocator<void>(),
+                                                            boost::asio::bind_executor(elsewhere, t.handler())));
+            });
+        });
+        h.async_acquire(first.handler());  // admitted (L = 2), their drain posted after the handler above
+        h.async_acquire(second.handler());
+        settle(io);
+        ASSERT_TRUE(ran);
+        boost::asio::post(elsewhere, boost::asio::use_future).get();  // what it was given has run
+        if (!a.threw) {
+            EXPECT_FALSE(a.injected) << "allocation " << n << " failed, yet the acquire returned";
+            EXPECT_EQ(pool.stats().busy_rejections, pool_busy + 1);
+            EXPECT_EQ(h.stats().rejected_busy, handle_busy + 1);
+            EXPECT_EQ(t.completions, 1);
+            EXPECT_TRUE(t.busy);
+            EXPECT_TRUE(closes(io, pool));
+            break;
+        }
+        EXPECT_TRUE(a.injected);
+        EXPECT_EQ(pool.stats().busy_rejections, pool_busy) << "allocation " << n << ": a refusal not delivered counted";
+        EXPECT_EQ(h.stats().rejected_busy, handle_busy) << "allocation " << n << ": a refusal not delivered counted";
+        EXPECT_EQ(t.completions, 0) << "allocation " << n;
+        EXPECT_EQ(first.completions, 1);
+        EXPECT_EQ(second.completions, 1);
+        EXPECT_TRUE(closes(io, pool));
+    }
+    std::printf("an acquire on the pool's executor refused busy: %llu allocation points swept\n",
+                static_cast<unsigned long long>(n));
+    EXPECT_GT(n, 0u);
 }
 
 }  // namespace

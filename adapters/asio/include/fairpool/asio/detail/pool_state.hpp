@@ -324,16 +324,33 @@ private:
     };
 
     // An acquire not admitted completes at once with error::busy: before its operation
-    // exists (the caller keeps its handler's memory), or through the operation.
+    // exists (the caller keeps its handler's memory), or through the operation. The
+    // refusal is counted before its completion is posted, so that its handler never
+    // reads a count that lags it, and withdrawn if that post throws (it allocates; an
+    // operation's post to an io_context does not): the initiating function then throws
+    // having counted nothing, and the handler goes unrun. (A reader on another thread
+    // may see the count in between.) In a drain (an acquire fed directly, take_acquire)
+    // the throw is fatal, as anything thrown in a drain.
     template <class Handler>
     void refuse_busy(Handler handler, handle_block* block) {
-        admission_.refused(block);
         auto ex = boost::asio::get_associated_executor(handler, executor_);
-        boost::asio::post(ex, boost::asio::append(std::move(handler), make_error_code(error::busy), lease_type()));
+        admission_.refused(block);
+        try {
+            boost::asio::post(ex, boost::asio::append(std::move(handler), make_error_code(error::busy), lease_type()));
+        } catch (...) {
+            admission_.refusal_withdrawn(block);
+            throw;
+        }
     }
     void refuse_busy(acquire_operation* op) {
-        admission_.refused(op->block());
-        complete_rejected(op, make_error_code(error::busy));
+        handle_block* const block = op->block();  // the caller's: it outlives the operation
+        admission_.refused(block);
+        try {
+            complete_rejected(op, make_error_code(error::busy));
+        } catch (...) {  // the operation went with its delivery, unrun
+            admission_.refusal_withdrawn(block);
+            throw;
+        }
     }
 
     [[nodiscard]] std::uint32_t slot_capacity() const noexcept {
