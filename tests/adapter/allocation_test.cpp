@@ -12,23 +12,31 @@
 // is expected to be allocation-free too (Asio recycles awaitable frames per thread).
 //
 // And allocation failure (fault injection through the same wrapped functions): a
-// pool's construction and make_handle, with each of their allocations failing in turn,
-// either succeed or throw std::bad_alloc having changed nothing (the section at the end).
+// pool's construction, make_handle, async_close and an acquire refused busy, with each
+// of their allocations failing in turn, either succeed or throw std::bad_alloc having
+// changed nothing (the sections at the end).
 #include <gtest/gtest.h>
 
+#include <boost/asio/bind_allocator.hpp>
+#include <boost/asio/bind_executor.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/thread_pool.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/use_future.hpp>
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <dlfcn.h>
 #include <execinfo.h>
 #include <filesystem>
 #include <limits>
+#include <memory>
 #include <new>
 #include <optional>
 #include <string>
@@ -665,6 +673,316 @@ TEST(adapter_allocation_failure, make_handle_makes_a_handle_or_nothing_changes) 
     first.reset();
     made.reset();
     EXPECT_TRUE(closes(io, pool));
+}
+
+
+// --- async_close under allocation failure ---------------------------------------------
+//
+// async_close allocates its waiter (the handler's operation, the work it counts, a node
+// of the waiters' list) and, for a deadline, a timer and its wait: each allocation fails
+// in turn. Either the call throws std::bad_alloc having changed nothing (no shutdown
+// requested: an open pool still grants an acquire; no handler of the call ever runs,
+// nothing left to run; a retry closes), or it succeeds and its handler runs exactly
+// once. Swept on an open pool, beside another close that waits (a lease is out), and on
+// a pool already closed; with and without a deadline. On a pool not yet closed the
+// call's last allocation is the post of the drain that feeds the shutdown (nothing may
+// throw after it asked for the shutdown): fatal by design, pinned by a death test.
+
+enum class before_close { nothing, another_close_waits, pool_closed };
+
+struct close_call {
+    int completions = 0;
+    error_code ec;
+    close_report report;
+    auto handler() {
+        return [this](error_code e, close_report r) {
+            ++completions;
+            ec = e;
+            report = r;
+        };
+    }
+};
+
+// Runs the io_context until `done` (or nothing is left to run for 10 s).
+template <class Done>
+void run_until(boost::asio::io_context& io, Done done) {
+    io.restart();
+    while (!done() && io.run_one_for(std::chrono::seconds(10)) > 0) {
+    }
+}
+
+struct close_context {
+    close_call earlier, swept, retry;  // first: they outlive the io_context, which may hold their handlers
+    boost::asio::io_context io{1};
+    std::optional<int_pool> pool;
+    int_pool::lease_type held;  // another_close_waits: keeps the pool from closing
+};
+
+// The sweep's start: a pool on a fresh io_context, warm, and what `before` says.
+std::unique_ptr<close_context> close_start(before_close before) {
+    auto c = std::make_unique<close_context>();
+    c->pool.emplace(c->io.get_executor(), sweep_options(), sweep_hooks());
+    EXPECT_TRUE(serves(c->io, *c->pool));
+    switch (before) {
+        case before_close::nothing: break;
+        case before_close::another_close_waits: {
+            c->pool->async_acquire([&c = *c](error_code, int_pool::lease_type l) { c.held = std::move(l); });
+            run_until(c->io, [&] { return static_cast<bool>(c->held); });
+            EXPECT_TRUE(c->held);
+            c->pool->async_close(c->earlier.handler());
+            settle(c->io);  // the shutdown is fed; the pool waits for the lease
+            EXPECT_EQ(c->earlier.completions, 0);
+            break;
+        }
+        case before_close::pool_closed: EXPECT_TRUE(closes(c->io, *c->pool)); break;
+    }
+    settle(c->io);
+    return c;
+}
+
+// The close under test: with a deadline (an hour away), or none.
+void close_now(close_context& c, close_call& call, bool with_deadline) {
+    if (with_deadline) c.pool->async_close(std::chrono::steady_clock::now() + std::chrono::hours(1), call.handler());
+    else c.pool->async_close(call.handler());
+}
+
+// Lets the pool close (the lease held back, if any) and runs until `call` completed.
+void close_completes(close_context& c, const close_call& call) {
+    c.held.release();
+    run_until(c.io, [&] { return call.completions > 0; });
+    settle(c.io);
+}
+
+// Returns the allocation points swept (the shutdown drain's post, if any, not counted).
+std::uint64_t sweep_close(before_close before, bool with_deadline) {
+    // Its allocations, with none failing: the same in two runs; whether it posted a drain.
+    std::uint64_t total = 0;
+    bool posts_drain = false;
+    for (int run = 0; run < 2; ++run) {
+        auto c = close_start(before);
+        const std::uint64_t drains = c->pool->drains_posted();
+        const attempt a = with_failing_allocation(no_failure, [&] { close_now(*c, c->swept, with_deadline); });
+        EXPECT_FALSE(a.threw);
+        EXPECT_FALSE(a.injected);
+        if (run == 1) {
+            EXPECT_EQ(a.allocations, total);
+            EXPECT_EQ(c->pool->drains_posted() - drains == 1, posts_drain);
+        }
+        total = a.allocations;
+        posts_drain = c->pool->drains_posted() - drains == 1;
+        close_completes(*c, c->swept);
+        EXPECT_EQ(c->swept.completions, 1);
+        EXPECT_FALSE(c->swept.ec);
+        EXPECT_TRUE(c->swept.report.closed);
+        EXPECT_EQ(c->earlier.completions, before == before_close::another_close_waits ? 1 : 0);
+    }
+    if (total == 0) {
+        ADD_FAILURE() << "the close made no allocation";
+        return 0;
+    }
+    // A drain posted asking for the shutdown: then nothing may throw after it, so it is
+    // the last allocation, and its failure is fatal by design (actor.hpp: post_drain).
+    const std::uint64_t swept = posts_drain ? total - 1 : total;
+    if (posts_drain) {
+        const auto fail_the_last = [&] {
+            auto c = close_start(before);
+            (void)with_failing_allocation(total - 1, [&] { close_now(*c, c->swept, with_deadline); });
+        };
+        EXPECT_DEATH(fail_the_last(), "a drain could be posted to the pool's executor");
+    }
+
+    for (std::uint64_t n = 0; n < swept; ++n) {
+        auto c = close_start(before);
+        const attempt a = with_failing_allocation(n, [&] { close_now(*c, c->swept, with_deadline); });
+        EXPECT_TRUE(a.threw) << "allocation " << n << " of " << total;
+        EXPECT_TRUE(a.injected) << "allocation " << n << " of " << total;
+        // Nothing changed: nothing to run (no drain posted, no timer fired), the other
+        // close still waiting, an open pool still serving.
+        EXPECT_EQ(c->swept.completions, 0) << "allocation " << n << " of " << total;
+        c->io.restart();
+        EXPECT_EQ(c->io.poll(), 0u) << "allocation " << n << " of " << total;
+        EXPECT_EQ(c->earlier.completions, 0) << "allocation " << n << " of " << total;
+        if (before == before_close::nothing) {
+            EXPECT_TRUE(serves(c->io, *c->pool)) << "allocation " << n << " of " << total << ": the pool was shut";
+        }
+        // A retry closes, its handler once; the failed call's never.
+        close_now(*c, c->retry, with_deadline);
+        close_completes(*c, c->retry);
+        EXPECT_EQ(c->retry.completions, 1) << "allocation " << n << " of " << total;
+        EXPECT_TRUE(c->retry.report.closed) << "allocation " << n << " of " << total;
+        EXPECT_EQ(c->earlier.completions, before == before_close::another_close_waits ? 1 : 0);
+        EXPECT_EQ(c->swept.completions, 0) << "allocation " << n << " of " << total << ": a call that threw completed";
+    }
+    return swept;
+}
+
+void report_close_sweep(const char* what, before_close before) {
+    for (const bool with_deadline : {false, true}) {
+        const std::uint64_t swept = sweep_close(before, with_deadline);
+        std::printf("async_close %s, %s: %llu allocation points swept\n", what,
+                    with_deadline ? "with a deadline" : "no deadline", static_cast<unsigned long long>(swept));
+        EXPECT_GT(swept, 0u);
+    }
+}
+
+TEST(adapter_allocation_failure, async_close_on_an_open_pool_closes_once_or_changes_nothing) {
+    report_close_sweep("on an open pool", before_close::nothing);
+}
+
+TEST(adapter_allocation_failure, async_close_beside_a_waiting_close_closes_once_or_changes_nothing) {
+    report_close_sweep("beside a waiting close", before_close::another_close_waits);
+}
+
+TEST(adapter_allocation_failure, async_close_on_a_closed_pool_completes_once_or_changes_nothing) {
+    report_close_sweep("on a closed pool", before_close::pool_closed);
+}
+
+// --- Acquires refused busy under allocation failure ------------------------------------
+//
+// An acquire refused error::busy (admission full) posts its completion, which
+// allocates. If that fails the initiating function throws std::bad_alloc, and the
+// refusal is not counted (stats().busy_rejections, the handle's rejected_busy) and its
+// handler never runs; otherwise it is counted once and its handler runs once.
+
+struct busy_tally {
+    std::atomic<int> completions{0};
+    std::atomic<bool> busy{false};
+    auto handler() {
+        return [this](error_code ec, int_pool::lease_type) {
+            busy = ec == make_error_code(error::busy);
+            ++completions;
+        };
+    }
+};
+
+pool_options admitting_two() {
+    pool_options o = sweep_options();
+    o.scheduler.max_waiters = 1;
+    o.mailbox_capacity = 1;  // L = 2 acquires outstanding at most
+    return o;
+}
+
+// From off the pool's executor: refused on the caller's thread, its handler posted.
+TEST(adapter_allocation_failure, an_acquire_refused_busy_is_counted_once_or_changes_nothing) {
+    std::deque<busy_tally> tallies;  // they outlive the io_context
+    boost::asio::io_context io(1);
+    int_pool pool(io.get_executor(), admitting_two(), sweep_hooks());
+    ASSERT_TRUE(serves(io, pool));
+    auto h = pool.make_handle();
+    busy_tally& first = tallies.emplace_back();
+    busy_tally& second = tallies.emplace_back();
+    h.async_acquire(first.handler());  // admitted; no drain runs until the end
+    h.async_acquire(second.handler());
+    std::uint64_t expected_busy = 0;
+    for (const bool through_handle : {true, false}) {
+        std::uint64_t n = 0;
+        for (;; ++n) {
+            ASSERT_LT(n, 100u) << "the acquire never returned";
+            const std::uint64_t pool_busy = pool.stats().busy_rejections;
+            const std::uint64_t handle_busy = h.stats().rejected_busy;
+            busy_tally& t = tallies.emplace_back();
+            const attempt a = with_failing_allocation(n, [&] {
+                if (through_handle) h.async_acquire(t.handler());
+                else pool.async_acquire(t.handler());
+            });
+            if (!a.threw) {
+                EXPECT_FALSE(a.injected) << "allocation " << n << " failed, yet the acquire returned";
+                ++expected_busy;
+                break;
+            }
+            EXPECT_TRUE(a.injected);
+            EXPECT_EQ(pool.stats().busy_rejections, pool_busy) << "allocation " << n << ": a refusal not delivered counted";
+            EXPECT_EQ(h.stats().rejected_busy, handle_busy) << "allocation " << n << ": a refusal not delivered counted";
+        }
+        std::printf("an acquire refused busy (through %s): %llu allocation points swept\n",
+                    through_handle ? "a handle" : "the pool", static_cast<unsigned long long>(n));
+        EXPECT_GT(n, 0u);
+        EXPECT_EQ(pool.stats().busy_rejections, expected_busy);
+        EXPECT_EQ(h.stats().rejected_busy, 1u);  // the handle's one
+    }
+    settle(io);
+    EXPECT_EQ(first.completions, 1);
+    EXPECT_EQ(second.completions, 1);
+    // Each refusal that returned completed once, busy; one that threw never.
+    std::uint64_t refused = 0;
+    for (auto it = tallies.begin() + 2; it != tallies.end(); ++it) {
+        EXPECT_LE(it->completions, 1);
+        if (it->completions == 1) {
+            ++refused;
+            EXPECT_TRUE(it->busy);
+        }
+    }
+    EXPECT_EQ(refused, expected_busy);
+    EXPECT_EQ(tallies.back().completions, 1);
+    EXPECT_TRUE(closes(io, pool));
+}
+
+// An allocator Asio takes as it is (std::allocator<void> it swaps for its per-thread
+// recycling cache, which may serve a post without allocating): each allocation counted.
+template <class T>
+struct plain_allocator {
+    using value_type = T;
+    plain_allocator() noexcept = default;
+    template <class U>
+    plain_allocator(const plain_allocator<U>&) noexcept {}
+    T* allocate(std::size_t n) { return static_cast<T*>(::operator new(n * sizeof(T))); }
+    void deallocate(T* p, std::size_t) noexcept { ::operator delete(p); }
+    friend bool operator==(const plain_allocator&, const plain_allocator&) noexcept { return true; }
+};
+
+// On the pool's executor with the actor not idle (a drain posted, not yet run): refused
+// by the admission in the initiating function, through the acquire's operation, whose
+// completion is posted to the handler's executor: here a thread pool's, where the post
+// allocates (an io_context's would take the operation itself, allocating nothing). The
+// handler's allocator makes both allocations (the operation, the post's) real ones.
+TEST(adapter_allocation_failure, an_acquire_on_the_pools_executor_refused_busy_is_counted_once_or_changes_nothing) {
+    boost::asio::thread_pool elsewhere(1);
+    std::uint64_t n = 0;
+    for (;; ++n) {
+        ASSERT_LT(n, 100u) << "the acquire never returned";
+        busy_tally first, second, t;
+        boost::asio::io_context io(1);
+        int_pool pool(io.get_executor(), admitting_two(), sweep_hooks());
+        ASSERT_TRUE(serves(io, pool));
+        settle(io);  // the actor idle
+        auto h = pool.make_handle();
+        attempt a;
+        std::uint64_t pool_busy = 0, handle_busy = 0;
+        bool ran = false;
+        boost::asio::post(io, [&] {
+            ran = true;
+            pool_busy = pool.stats().busy_rejections;
+            handle_busy = h.stats().rejected_busy;
+            a = with_failing_allocation(n, [&] {
+                h.async_acquire(boost::asio::bind_allocator(plain_allocator<void>(),
+                                                            boost::asio::bind_executor(elsewhere, t.handler())));
+            });
+        });
+        h.async_acquire(first.handler());  // admitted (L = 2), their drain posted after the handler above
+        h.async_acquire(second.handler());
+        settle(io);
+        ASSERT_TRUE(ran);
+        boost::asio::post(elsewhere, boost::asio::use_future).get();  // what it was given has run
+        if (!a.threw) {
+            EXPECT_FALSE(a.injected) << "allocation " << n << " failed, yet the acquire returned";
+            EXPECT_EQ(pool.stats().busy_rejections, pool_busy + 1);
+            EXPECT_EQ(h.stats().rejected_busy, handle_busy + 1);
+            EXPECT_EQ(t.completions, 1);
+            EXPECT_TRUE(t.busy);
+            EXPECT_TRUE(closes(io, pool));
+            break;
+        }
+        EXPECT_TRUE(a.injected);
+        EXPECT_EQ(pool.stats().busy_rejections, pool_busy) << "allocation " << n << ": a refusal not delivered counted";
+        EXPECT_EQ(h.stats().rejected_busy, handle_busy) << "allocation " << n << ": a refusal not delivered counted";
+        EXPECT_EQ(t.completions, 0) << "allocation " << n;
+        EXPECT_EQ(first.completions, 1);
+        EXPECT_EQ(second.completions, 1);
+        EXPECT_TRUE(closes(io, pool));
+    }
+    std::printf("an acquire on the pool's executor refused busy: %llu allocation points swept\n",
+                static_cast<unsigned long long>(n));
+    EXPECT_GT(n, 0u);
 }
 
 }  // namespace

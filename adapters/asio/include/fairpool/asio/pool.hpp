@@ -148,7 +148,13 @@ public:
     // Shut down and complete when the pool has closed: every lease back, every resource
     // destroyed. With a deadline (a time of the pool's Clock) or a timeout (from now, as
     // acquires take it), may complete with error::timed_out and a report of what is
-    // still out; it can be called again.
+    // still out; it can be called again. On a pool already closed it completes at once.
+    // Throws std::bad_alloc if an allocation fails (its handler's operation, the work
+    // it counts, its place among the waiters, a deadline's timer and its wait), having
+    // changed nothing: no shutdown asked for (the pool still serves, unless shutting
+    // down already), the handler never run; a retry may succeed. Once it returns, the
+    // handler runs exactly once. (Its last allocation, the post of the drain that feeds
+    // the shutdown, is fatal if it fails, as any drain's post: pool_state::start_close.)
     template <class Token>
     auto async_close(Token&& token) {
         return close(std::nullopt, std::forward<Token>(token));

@@ -76,10 +76,16 @@ public:
     void deregistration_queued() noexcept { word_.fetch_add(one_deregistration, std::memory_order_seq_cst); }
     void deregistration_served() noexcept { word_.fetch_sub(one_deregistration, std::memory_order_relaxed); }
 
-    // An acquire refused with error::busy.
+    // An acquire refused with error::busy: counted before its completion is posted, and
+    // withdrawn if that post throws (pool_state::refuse_busy), so that only refusals
+    // delivered stay counted.
     void refused(handle_block* block) noexcept {
         busy_rejections_.fetch_add(1, std::memory_order_relaxed);
         if (block) block->refused_busy();
+    }
+    void refusal_withdrawn(handle_block* block) noexcept {
+        busy_rejections_.fetch_sub(1, std::memory_order_relaxed);
+        if (block) block->busy_refusal_withdrawn();
     }
 
     [[nodiscard]] std::uint64_t busy_rejections() const noexcept {

@@ -37,25 +37,43 @@ public:
 
     closing(boost::asio::any_io_executor ex, const stats_board& stats) : executor_(std::move(ex)), stats_(stats) {}
 
-    // `self` is this object, kept weakly by the deadline timer.
+    // `self` is this object, kept weakly by the deadline timer. Returns true if the
+    // waiter was queued (the caller then asks for the shutdown), false if the pool had
+    // already closed (its completion posted at once).
+    //
+    // Everything that can throw comes first: the waiter's allocations (its handler's
+    // operation, the work it counts, its node of a list of its own), the deadline's
+    // timer, and last its wait. If one throws (std::bad_alloc), nothing is queued, no
+    // timer is left armed and the handler never runs (it goes with the waiter). Only
+    // then is the waiter queued, by a splice, which cannot throw: a waiter that
+    // closed() or expire() can see completes exactly once. The wait is started under
+    // the mutex, before the splice, so an expiry that comes at once finds the waiter.
+    // On a pool already closed, the completion's post is what may throw (the handler
+    // then goes unrun).
     template <class Handler>
-    void add(const std::weak_ptr<closing>& self, Handler&& handler, std::optional<time_point> deadline) {
+    [[nodiscard]] bool add(const std::weak_ptr<closing>& self, Handler&& handler, std::optional<time_point> deadline) {
         auto handler_executor = boost::asio::get_associated_executor(handler, executor_);
         using work_type = outstanding_work<decltype(handler_executor)>;
+        std::list<waiter> made;
+        waiter& w = made.emplace_back(waiter{0, close_handler(std::forward<Handler>(handler)), nullptr,
+                                             std::make_shared<work_type>(executor_, handler_executor)});
+        if (deadline) w.deadline = std::make_unique<timer_type>(executor_, *deadline);
         std::unique_lock lock(mutex_);
         if (closed_) {
             lock.unlock();
-            return deliver(close_handler(std::forward<Handler>(handler)), {},
-                           std::make_shared<work_type>(executor_, handler_executor));
+            deliver(std::move(w.handler), {}, std::move(w.work));
+            return false;
         }
-        waiter& w = waiters_.emplace_back(waiter{++last_id_, close_handler(std::forward<Handler>(handler)), nullptr,
-                                                 std::make_shared<work_type>(executor_, handler_executor)});
-        if (!deadline) return;
-        w.deadline = std::make_unique<timer_type>(executor_, *deadline);
-        w.deadline->async_wait([self, id = w.id](const boost::system::error_code& ec) {
-            if (ec) return;
-            if (auto alive = self.lock()) alive->expire(id);
-        });
+        const std::uint64_t id = last_id_ + 1;
+        if (w.deadline) {
+            w.deadline->async_wait([self, id](const boost::system::error_code& ec) {
+                if (ec) return;
+                if (auto alive = self.lock()) alive->expire(id);
+            });
+        }
+        w.id = last_id_ = id;
+        waiters_.splice(waiters_.end(), made);
+        return true;
     }
 
     // The pool has closed (the actor, once): every waiter completes with success.

@@ -7,7 +7,8 @@
 // The statistics have one writer, the pool's actor (a drain at a time holds it; the
 // actor's scheduling state orders successive drains, whatever their threads), so each
 // is a relaxed load and store, no read-modify-write; only busy, counted on the caller's
-// thread before anything reaches the actor, is a relaxed fetch_add. Readers on any
+// thread before anything reaches the actor, is a relaxed fetch_add (and a fetch_sub
+// when the refusal's completion could not be posted: admission.hpp). Readers on any
 // thread load each count relaxed: each is exact, a copy taken while the pool runs may
 // mix moments. The actor keeps a granted lease's block alive until the lease is
 // released (slot_keeping.hpp), so a lease that outlives its handle object
@@ -47,6 +48,7 @@ struct handle_block {
 
     // --- Written by the caller's thread -----------------------------------------------
     void refused_busy() noexcept { busy.fetch_add(1, std::memory_order_relaxed); }
+    void busy_refusal_withdrawn() noexcept { busy.fetch_sub(1, std::memory_order_relaxed); }  // its post threw
 
     // --- Any thread -------------------------------------------------------------------
     [[nodiscard]] handle_stats read() const noexcept {

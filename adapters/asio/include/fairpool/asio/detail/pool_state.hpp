@@ -251,11 +251,17 @@ public:
         return {};
     }
 
+    // pool.async_close. Its waiter first, with everything that can throw (closing::add:
+    // its allocations, its deadline's timer); then, once it is queued, the shutdown,
+    // which cannot throw (its drain's post is fatal if it fails, as any drain's post).
+    // So a close that throws has changed nothing: no shutdown asked for, no waiter
+    // queued, its handler never run. On a pool already closed the waiter completes at
+    // once, and no shutdown is asked for again.
     template <class Handler>
     void start_close(Handler&& handler, std::optional<time_point> deadline) {
-        request_shutdown();
-        closing_.add(std::shared_ptr<closing_type>(this->shared_from_this(), &closing_), std::forward<Handler>(handler),
-                     deadline);
+        if (closing_.add(std::shared_ptr<closing_type>(this->shared_from_this(), &closing_),
+                         std::forward<Handler>(handler), deadline))
+            request_shutdown();
     }
 
     // The result of a resource's creation, check, reset or retirement (resources.hpp);
@@ -318,16 +324,33 @@ private:
     };
 
     // An acquire not admitted completes at once with error::busy: before its operation
-    // exists (the caller keeps its handler's memory), or through the operation.
+    // exists (the caller keeps its handler's memory), or through the operation. The
+    // refusal is counted before its completion is posted, so that its handler never
+    // reads a count that lags it, and withdrawn if that post throws (it allocates; an
+    // operation's post to an io_context does not): the initiating function then throws
+    // having counted nothing, and the handler goes unrun. (A reader on another thread
+    // may see the count in between.) In a drain (an acquire fed directly, take_acquire)
+    // the throw is fatal, as anything thrown in a drain.
     template <class Handler>
     void refuse_busy(Handler handler, handle_block* block) {
-        admission_.refused(block);
         auto ex = boost::asio::get_associated_executor(handler, executor_);
-        boost::asio::post(ex, boost::asio::append(std::move(handler), make_error_code(error::busy), lease_type()));
+        admission_.refused(block);
+        try {
+            boost::asio::post(ex, boost::asio::append(std::move(handler), make_error_code(error::busy), lease_type()));
+        } catch (...) {
+            admission_.refusal_withdrawn(block);
+            throw;
+        }
     }
     void refuse_busy(acquire_operation* op) {
-        admission_.refused(op->block());
-        complete_rejected(op, make_error_code(error::busy));
+        handle_block* const block = op->block();  // the caller's: it outlives the operation
+        admission_.refused(block);
+        try {
+            complete_rejected(op, make_error_code(error::busy));
+        } catch (...) {  // the operation went with its delivery, unrun
+            admission_.refusal_withdrawn(block);
+            throw;
+        }
     }
 
     [[nodiscard]] std::uint32_t slot_capacity() const noexcept {
