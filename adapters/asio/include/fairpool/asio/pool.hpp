@@ -62,14 +62,36 @@ struct pool_owner {
     std::shared_ptr<State> state;
 };
 
+// The initiations name the pool's executor as theirs (get_executor), as an Asio I/O
+// object's do: a token that takes its executor from the initiation (use_promise,
+// use_coro) then completes on the pool's executor, not on the system executor, which
+// would deliver the outcome on a thread of its own. The state is passed as an argument
+// too: a deferred initiation keeps it alive until it is launched.
 template <class State>
 struct acquire_initiation {
+    using executor_type = typename State::executor_type;
+    State* state;
+    [[nodiscard]] executor_type get_executor() const noexcept { return state->get_executor(); }
+
     template <class Handler>
     void operator()(Handler&& handler, const std::shared_ptr<State>& state, std::uint64_t handle,
                     const std::shared_ptr<handle_block>& block, core::nanos deadline, std::uint32_t weight,
                     std::optional<std::uint64_t> max_leases) const {
         state->start_acquire(std::decay_t<Handler>(std::forward<Handler>(handler)), state, handle, block, deadline,
                              weight, max_leases);
+    }
+};
+
+template <class State>
+struct close_initiation {
+    using executor_type = typename State::executor_type;
+    State* state;
+    [[nodiscard]] executor_type get_executor() const noexcept { return state->get_executor(); }
+
+    template <class Handler>
+    void operator()(Handler handler, const std::shared_ptr<State>& s,
+                    std::optional<typename State::time_point> deadline) const {
+        s->start_close(std::move(handler), deadline);
     }
 };
 
@@ -216,18 +238,17 @@ private:
 
     template <class Token>
     auto initiate(core::nanos deadline, Token&& token) {
-        return boost::asio::async_initiate<Token, acquire_signature>(detail::acquire_initiation<state_type>{}, token,
-                                                                     owner_->state, state()->new_handle_id(), nullptr,
-                                                                     deadline, std::uint32_t{0}, std::nullopt);
+        return boost::asio::async_initiate<Token, acquire_signature>(
+            detail::acquire_initiation<state_type>{state()}, token, owner_->state, state()->new_handle_id(), nullptr,
+            deadline, std::uint32_t{0}, std::nullopt);
     }
 
     template <class Token>
     auto close(std::optional<time_point> deadline, Token&& token) {
         // The initiation carries the caller's reference, as an acquire's does: a deferred
         // close may be launched after this object is gone.
-        return boost::asio::async_initiate<Token, close_signature>(
-            [](auto handler, const std::shared_ptr<state_type>& s, auto d) { s->start_close(std::move(handler), d); },
-            token, owner_->state, deadline);
+        return boost::asio::async_initiate<Token, close_signature>(detail::close_initiation<state_type>{state()}, token,
+                                                                   owner_->state, deadline);
     }
 
     std::shared_ptr<owner_type> owner_;
@@ -313,9 +334,9 @@ private:
 
     template <class Token>
     auto initiate(core::nanos deadline, Token&& token) {
-        return boost::asio::async_initiate<Token, acquire_signature>(detail::acquire_initiation<state_type>{}, token,
-                                                                     owner_->state, id_, block_, deadline,
-                                                                     weight_, max_leases_);
+        return boost::asio::async_initiate<Token, acquire_signature>(
+            detail::acquire_initiation<state_type>{owner_->state.get()}, token, owner_->state, id_, block_, deadline,
+            weight_, max_leases_);
     }
     void expect_pool() const {
         if (!owner_)
