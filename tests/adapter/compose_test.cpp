@@ -125,6 +125,12 @@ struct signal_keeper {
     std::deque<asio::cancellation_signal> signals;
 };
 
+// An acquire bound to a cancellation signal of the test's, and what it got.
+struct signalled {
+    asio::cancellation_signal& signal;
+    outcome out;
+};
+
 class compose : public signal_keeper, public adapter {
 protected:
     core::stats stats() const { return pool_->stats(); }
@@ -141,6 +147,15 @@ protected:
         settle();
         for (auto& h : holders) EXPECT_TRUE(h.lease);
         return *pool_;
+    }
+
+    // A pool of one slot, leased to holders[0], and `w`'s acquire, bound to its signal,
+    // queued behind it (settled: it reached the actor).
+    test_pool& queued_behind_a_holder(std::vector<outcome>& holders, signalled& w) {
+        auto& pool = all_leased(holders, 1);
+        pool.async_acquire(asio::bind_cancellation_slot(w.signal.slot(), record(w.out)));
+        settle();
+        return pool;
     }
 
     // A warm pool of `n` idle slots.
@@ -457,11 +472,6 @@ TEST_F(compose, parallel_group_cancel_after_the_grant_was_posted_delivers_the_le
 // ---------------------------------------------------------------------------------
 // bind_cancellation_slot + cancellation_signal: each type at each stage
 
-struct signalled {
-    asio::cancellation_signal& signal;
-    outcome out;
-};
-
 // Stage 1: emitted before the acquire reached the actor (pushed into the mailbox from
 // this thread, its drain not yet run). The drain takes acquires before cancels: with
 // every slot leased the acquire queues and the cancel then rejects it; with an idle slot
@@ -505,10 +515,8 @@ TEST_F(compose, signal_while_queued_cancels_for_every_type) {
     for (const ct type : every_type) {
         SCOPED_TRACE(name(type));
         std::vector<outcome> holders;
-        auto& pool = all_leased(holders, 1);
         signalled w{new_signal(), {}};
-        pool.async_acquire(asio::bind_cancellation_slot(w.signal.slot(), record(w.out)));
-        settle();
+        queued_behind_a_holder(holders, w);
         ASSERT_FALSE(w.out.done);
         ASSERT_EQ(stats().queued_waiters, 1U);
         on_executor([&] { w.signal.emit(type); });
@@ -530,10 +538,8 @@ TEST_F(compose, signal_after_the_grant_was_posted_loses_for_every_type) {
     for (const ct type : every_type) {
         SCOPED_TRACE(name(type));
         std::vector<outcome> holders;
-        auto& pool = all_leased(holders, 1);
         signalled w{new_signal(), {}};
-        pool.async_acquire(asio::bind_cancellation_slot(w.signal.slot(), record(w.out)));
-        settle();
+        queued_behind_a_holder(holders, w);
         bool posted_not_run = false;
         on_executor([&] {
             holders[0].lease.release();  // fed inline: the grant, its completion posted
@@ -560,10 +566,8 @@ TEST_F(compose, signal_after_completion_reaches_nothing) {
     for (const ct type : every_type) {
         SCOPED_TRACE(name(type));
         std::vector<outcome> holders;
-        auto& pool = all_leased(holders, 1);
         signalled w{new_signal(), {}};
-        pool.async_acquire(asio::bind_cancellation_slot(w.signal.slot(), record(w.out)));
-        settle();
+        auto& pool = queued_behind_a_holder(holders, w);
         holders[0].lease.release();
         settle();
         ASSERT_TRUE(w.out.lease);
