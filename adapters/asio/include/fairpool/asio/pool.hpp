@@ -68,11 +68,14 @@ struct pool_owner {
 // would deliver the outcome on a thread of its own. The state is passed as an argument
 // too: a deferred initiation keeps it alive until it is launched.
 template <class State>
-struct acquire_initiation {
+struct initiation_on_pool {
     using executor_type = typename State::executor_type;
-    State* state;
-    [[nodiscard]] executor_type get_executor() const noexcept { return state->get_executor(); }
+    State* pool_state;
+    [[nodiscard]] executor_type get_executor() const noexcept { return pool_state->get_executor(); }
+};
 
+template <class State>
+struct acquire_initiation : initiation_on_pool<State> {
     template <class Handler>
     void operator()(Handler&& handler, const std::shared_ptr<State>& state, std::uint64_t handle,
                     const std::shared_ptr<handle_block>& block, core::nanos deadline, std::uint32_t weight,
@@ -83,11 +86,7 @@ struct acquire_initiation {
 };
 
 template <class State>
-struct close_initiation {
-    using executor_type = typename State::executor_type;
-    State* state;
-    [[nodiscard]] executor_type get_executor() const noexcept { return state->get_executor(); }
-
+struct close_initiation : initiation_on_pool<State> {
     template <class Handler>
     void operator()(Handler handler, const std::shared_ptr<State>& s,
                     std::optional<typename State::time_point> deadline) const {
@@ -239,7 +238,7 @@ private:
     template <class Token>
     auto initiate(core::nanos deadline, Token&& token) {
         return boost::asio::async_initiate<Token, acquire_signature>(
-            detail::acquire_initiation<state_type>{state()}, token, owner_->state, state()->new_handle_id(), nullptr,
+            detail::acquire_initiation<state_type>{{state()}}, token, owner_->state, state()->new_handle_id(), nullptr,
             deadline, std::uint32_t{0}, std::nullopt);
     }
 
@@ -247,7 +246,7 @@ private:
     auto close(std::optional<time_point> deadline, Token&& token) {
         // The initiation carries the caller's reference, as an acquire's does: a deferred
         // close may be launched after this object is gone.
-        return boost::asio::async_initiate<Token, close_signature>(detail::close_initiation<state_type>{state()}, token,
+        return boost::asio::async_initiate<Token, close_signature>(detail::close_initiation<state_type>{{state()}}, token,
                                                                    owner_->state, deadline);
     }
 
@@ -335,7 +334,7 @@ private:
     template <class Token>
     auto initiate(core::nanos deadline, Token&& token) {
         return boost::asio::async_initiate<Token, acquire_signature>(
-            detail::acquire_initiation<state_type>{owner_->state.get()}, token, owner_->state, id_, block_, deadline,
+            detail::acquire_initiation<state_type>{{owner_->state.get()}}, token, owner_->state, id_, block_, deadline,
             weight_, max_leases_);
     }
     void expect_pool() const {
