@@ -11,6 +11,7 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/this_coro.hpp>
@@ -202,8 +203,12 @@ template <class State, class Coroutine>
 void start_outside_actor(std::shared_ptr<State> self, std::uint32_t slot, Coroutine coroutine) {
     auto ex = self->get_executor();
     boost::asio::post(ex, [self = std::move(self), slot, coroutine]() mutable {
-        auto serial = boost::asio::make_strand(self->get_executor());
-        boost::asio::co_spawn(serial, coroutine(std::move(self), slot), boost::asio::detached);
+        const auto pool_executor = self->get_executor();
+        if (const auto* io = pool_executor.template target<boost::asio::io_context::executor_type>())
+            boost::asio::co_spawn(boost::asio::make_strand(*io), coroutine(std::move(self), slot), boost::asio::detached);
+        else
+            boost::asio::co_spawn(boost::asio::make_strand(pool_executor), coroutine(std::move(self), slot),
+                                  boost::asio::detached);
     });
 }
 
