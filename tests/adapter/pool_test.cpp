@@ -97,6 +97,37 @@ TEST_F(adapter, round_robin_across_several_handles) {
     EXPECT_EQ(std::string(order.begin(), order.end()), "abcabcabc");
 }
 
+// A handle's weight is its turn: weight 2 takes two grants in a row before the
+// rotation moves on (docs/CONTRACT.md section 5, "Who is granted next"). Every acquire
+// carries its handle's weight to the scheduler; without it the turns would alternate.
+TEST_F(adapter, a_handles_weight_is_its_turn_in_round_robin) {
+    auto pool = make_pool(options(1, 1));
+    settle();
+    outcome blocker;
+    pool->async_acquire(record(blocker));
+    settle();
+    auto heavy = pool->make_handle(2), light = pool->make_handle(1);
+    std::string order;
+    test_lease current;
+    auto take = [&](char who) {
+        return [&, who](error_code ec, test_lease l) {
+            ASSERT_FALSE(ec);
+            order.push_back(who);
+            current = std::move(l);
+        };
+    };
+    for (int i = 0; i < 4; ++i) heavy.async_acquire(take('h'));
+    for (int i = 0; i < 2; ++i) light.async_acquire(take('l'));
+    settle();
+    blocker.lease.release();
+    for (int i = 0; i < 6; ++i) {
+        settle();
+        current.release();
+    }
+    settle();
+    EXPECT_EQ(order, "hhlhhl");
+}
+
 TEST_F(adapter, cancelled_waiter_before_grant_for_every_cancellation_type) {
     using ct = boost::asio::cancellation_type;
     for (auto type : {ct::terminal, ct::partial, ct::total, ct::all}) {
@@ -162,6 +193,29 @@ TEST_F(adapter, handle_deregistration_rejects_its_queued_waiters) {
     EXPECT_TRUE(other.lease);
 }
 
+// Only a handle with an acquire outstanding has anything to deregister (mailbox.hpp:
+// the deregistration queue's 2(L + 1) counts on it): handles whose acquires were all
+// delivered send nothing when they go, however many go before a drain runs. Here L = 2
+// (a queue of 6) and 7 such handles go at once.
+TEST_F(adapter, handles_without_an_acquire_outstanding_send_nothing_when_they_go) {
+    auto pool = pool_admitting_two(1);
+    std::vector<test_pool::handle_type> tenants;
+    for (int i = 0; i < 7; ++i) {
+        tenants.push_back(pool->make_handle());
+        outcome o;
+        tenants.back().async_acquire(record(o));
+        settle();
+        ASSERT_TRUE(o.lease) << i;
+    }  // each lease released at once
+    settle();
+    const std::uint64_t fed = pool->commands_fed();
+    const std::uint64_t run = pool->drains_run();
+    tenants.clear();
+    settle();
+    EXPECT_EQ(pool->commands_fed(), fed) << "a handle with nothing outstanding sent a deregistration";
+    EXPECT_EQ(pool->drains_run(), run);
+}
+
 TEST_F(adapter, an_empty_handle_refuses_to_acquire_and_takes_a_handle_later) {
     auto pool = make_pool(options(1, 1));
     settle();
@@ -205,6 +259,33 @@ TEST_F(adapter, reset_deregisters_the_handle_and_lets_go_of_the_pool) {
     holder.lease.release();
     settle();
     EXPECT_TRUE(lifetime.expired());
+}
+
+// A handle assigned over (a handle moved into it) deregisters first, as its
+// destruction would: its queued waiter is rejected `deregistered`, and the handle now
+// serves as the one moved in.
+TEST_F(adapter, a_handle_assigned_over_deregisters_its_queued_waiters) {
+    outcome holder;
+    auto pool = one_slot_held(holder);
+    auto tenant = pool->make_handle();
+    outcome queued, later;
+    tenant.async_acquire(record(queued));
+    settle();
+    EXPECT_FALSE(queued.done);
+    const std::uint64_t old_id = tenant.id();
+    tenant = pool->make_handle();
+    settle();
+    ASSERT_TRUE(queued.done);
+    EXPECT_EQ(queued.ec, make_error_code(error::deregistered));
+    EXPECT_EQ(queued.completions, 1);
+    EXPECT_NE(tenant.id(), old_id);
+    tenant.async_acquire(record(later));
+    settle();
+    EXPECT_FALSE(later.done);
+    holder.lease.release();
+    settle();
+    EXPECT_TRUE(later.lease);
+    EXPECT_EQ(pool->stats().rejections[static_cast<int>(core::reject_reason::deregistered)], 1u);
 }
 
 TEST_F(adapter, close_with_a_relative_timeout_times_out_like_a_deadline) {
