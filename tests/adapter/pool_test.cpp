@@ -138,15 +138,38 @@ TEST_F(adapter, cancelled_waiter_before_grant_for_every_cancellation_type) {
         pool->async_acquire(boost::asio::bind_cancellation_slot(signal.slot(), record(waiter)));
         settle();
         EXPECT_FALSE(waiter.done);
+        const std::uint64_t fed = pool->commands_fed();
         signal.emit(type);
         signal.emit(type);  // a second emit sends nothing more
         settle();
+        EXPECT_EQ(pool->commands_fed(), fed + 1) << "one cancel fed, not two";
         ASSERT_TRUE(waiter.done);
         EXPECT_EQ(waiter.ec, boost::asio::error::operation_aborted);
         EXPECT_FALSE(waiter.lease);
         EXPECT_EQ(waiter.completions, 1);
         EXPECT_EQ(pool->stats().rejections[static_cast<int>(core::reject_reason::cancelled)], 1u);
     }
+}
+
+// cancellation_type::none is no cancellation: emitting it sends nothing, and the
+// waiter stays queued; its one cancel is still to come.
+TEST_F(adapter, an_emit_of_cancellation_type_none_cancels_nothing) {
+    outcome holder;
+    auto pool = one_slot_held(holder);
+    boost::asio::cancellation_signal signal;
+    outcome waiter;
+    pool->async_acquire(boost::asio::bind_cancellation_slot(signal.slot(), record(waiter)));
+    settle();
+    const std::uint64_t fed = pool->commands_fed();
+    signal.emit(boost::asio::cancellation_type::none);
+    settle();
+    EXPECT_FALSE(waiter.done);
+    EXPECT_EQ(pool->commands_fed(), fed) << "an emit of none sent a cancel";
+    signal.emit(boost::asio::cancellation_type::terminal);
+    settle();
+    ASSERT_TRUE(waiter.done);
+    EXPECT_EQ(waiter.ec, boost::asio::error::operation_aborted);
+    EXPECT_EQ(waiter.completions, 1);
 }
 
 TEST_F(adapter, cancel_crossing_a_grant_loses_and_the_lease_is_delivered) {
@@ -346,6 +369,36 @@ TEST_F(adapter, a_full_mailbox_completes_busy_at_once) {
     EXPECT_EQ(pool->stats().acquires, 3u);
     EXPECT_EQ(pool->stats().busy_rejections, 2u);  // counted beside the core's counters
     EXPECT_EQ(make_error_code(error::busy), boost::system::errc::resource_unavailable_try_again);
+}
+
+// Admission counts the cancels queued beside the acquires outstanding (admission.hpp):
+// an acquire is admitted while those, plus the acquires outstanding, are at most 2L,
+// the bound included. Here L = 2 and no drain runs between the steps: two acquires are
+// granted with their deliveries waiting on another context and cancelled meanwhile (two
+// cancels queued), delivered (none outstanding), then a third is admitted and cancelled
+// (one outstanding, three cancels queued): the fourth makes 1 + 3 = 4 = 2L, admitted.
+TEST_F(adapter, an_acquire_is_admitted_while_acquires_and_cancels_queued_are_at_most_2l) {
+    auto pool = pool_admitting_two(2);
+    boost::asio::io_context handler_io;
+    std::array<boost::asio::cancellation_signal, 3> signals;
+    std::array<outcome, 4> got;
+    for (int i = 0; i < 2; ++i) {
+        auto on_handler_io = boost::asio::bind_executor(handler_io, record(got[i]));
+        pool->async_acquire(boost::asio::bind_cancellation_slot(signals[i].slot(), std::move(on_handler_io)));
+    }
+    settle();  // both granted; their deliveries wait in handler_io
+    signals[0].emit(boost::asio::cancellation_type::terminal);  // crossing the grants: queued, not served
+    signals[1].emit(boost::asio::cancellation_type::terminal);
+    handler_io.run();
+    ASSERT_TRUE(got[0].lease && got[1].lease);
+    pool->async_acquire(boost::asio::bind_cancellation_slot(signals[2].slot(), record(got[2])));
+    signals[2].emit(boost::asio::cancellation_type::terminal);
+    pool->async_acquire(record(got[3]));
+    EXPECT_EQ(pool->stats().busy_rejections, 0u);
+    settle();
+    EXPECT_EQ(got[2].ec, boost::asio::error::operation_aborted);
+    EXPECT_EQ(got[3].ec, make_error_code(error::saturated));  // the one waiter's place was taken
+    EXPECT_EQ(pool->stats().busy_rejections, 0u);
 }
 
 // On the pool's executor an acquire without a cancellation slot is fed to the core
