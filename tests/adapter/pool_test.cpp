@@ -16,6 +16,7 @@
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/deferred.hpp>
 #include <array>
+#include <functional>
 #include <future>
 #include <sstream>
 #include <thread>
@@ -860,6 +861,88 @@ TEST_F(adapter, counters_count_a_completion_before_it_is_posted) {
     EXPECT_EQ(seen[0].acquires, 1u);
     EXPECT_EQ(seen[1].rejections[static_cast<int>(core::reject_reason::timeout)], 1u);
     EXPECT_EQ(seen[1].acquires, 2u);
+}
+
+// A handler's executor that, when a completion is posted to it, first runs `at_post`
+// (once), then runs the completion on the io_context (never inline). `at_post` runs on
+// the pool's thread while the drain that posts the completion still holds the actor:
+// what it sends the pool is pending for that drain.
+struct sending_at_post_executor {
+    boost::asio::io_context::executor_type inner;
+    std::function<void()>* at_post;
+
+    boost::asio::execution_context& query(boost::asio::execution::context_t) const noexcept {
+        return inner.context();
+    }
+    static constexpr boost::asio::execution::blocking_t query(boost::asio::execution::blocking_t) noexcept {
+        return boost::asio::execution::blocking.never;
+    }
+    sending_at_post_executor require(boost::asio::execution::blocking_t::never_t) const noexcept { return *this; }
+    template <class F>
+    void execute(F&& f) const {
+        if (*at_post) std::exchange(*at_post, nullptr)();
+        boost::asio::require(inner, boost::asio::execution::blocking.never).execute(std::forward<F>(f));
+    }
+    bool operator==(const sending_at_post_executor&) const noexcept = default;
+};
+
+// A drain run inline (inside an initiating function on the pool's executor) serves at
+// most 32 commands, the one that began it included; what is left goes on in one posted
+// drain (docs/CONTRACT.md section 8). The commands: 40 leases released, from a
+// completion's post, while that drain holds the actor: each finds the actor busy, goes
+// through the mailbox, and is served by the drain's re-check. Both kinds of inline
+// drain: an acquire fed to the core directly, and a cancel announced on the executor.
+TEST_F(adapter, an_inline_drain_serves_at_most_32_commands_and_posts_the_rest) {
+    auto pool = make_pool(options(41, 41));
+    settle();
+    const auto lease_40 = [&] {
+        std::vector<outcome> got(40);
+        for (auto& o : got) pool->async_acquire(record(o));
+        settle();
+        std::vector<test_lease> leases;
+        for (auto& o : got) leases.push_back(std::move(o.lease));
+        return leases;
+    };
+    std::function<void()> at_post;
+    const sending_at_post_executor ex{io.get_executor(), &at_post};
+
+    // Fed directly: the acquire, then 31 releases inline.
+    std::vector<test_lease> held = lease_40();
+    at_post = [&held] { held.clear(); };
+    outcome fed;
+    std::uint64_t before = pool->commands_fed(), posted = pool->drains_posted(), inline_fed = 0;
+    boost::asio::post(io, [&] {
+        pool->async_acquire(boost::asio::bind_executor(ex, record(fed)));
+        inline_fed = pool->commands_fed() - before;
+    });
+    settle();
+    EXPECT_EQ(inline_fed, 32u) << "fed directly";
+    EXPECT_EQ(pool->commands_fed() - before, 41u);
+    EXPECT_EQ(pool->drains_posted() - posted, 1u);
+    ASSERT_TRUE(fed.lease);
+    EXPECT_EQ(pool->stats().slots[static_cast<int>(core::slot_state::leased)], 1u);
+
+    // Announced: the cancel of a queued waiter, then 31 releases inline.
+    held = lease_40();
+    ASSERT_EQ(pool->stats().slots[static_cast<int>(core::slot_state::leased)], 41u);
+    boost::asio::cancellation_signal signal;
+    outcome cancelled;
+    pool->async_acquire(
+        boost::asio::bind_cancellation_slot(signal.slot(), boost::asio::bind_executor(ex, record(cancelled))));
+    settle();
+    ASSERT_FALSE(cancelled.done);
+    at_post = [&held] { held.clear(); };
+    before = pool->commands_fed(), posted = pool->drains_posted();
+    boost::asio::post(io, [&] {
+        signal.emit(boost::asio::cancellation_type::terminal);
+        inline_fed = pool->commands_fed() - before;
+    });
+    settle();
+    EXPECT_EQ(inline_fed, 32u) << "announced";
+    EXPECT_EQ(pool->commands_fed() - before, 41u);
+    EXPECT_EQ(pool->drains_posted() - posted, 1u);
+    EXPECT_EQ(cancelled.ec, boost::asio::error::operation_aborted);
+    EXPECT_EQ(pool->stats().slots[static_cast<int>(core::slot_state::leased)], 1u);
 }
 
 // Publishing writes only what changed: after every drain the snapshot must still equal
