@@ -657,6 +657,40 @@ TEST_F(adapter, close_with_a_deadline_while_a_lease_is_out_times_out_then_closes
     EXPECT_TRUE(closed);
 }
 
+// Two closes waiting with different deadlines: each times out at its own, the later
+// one asked for first, and neither completes twice when the pool closes.
+TEST_F(adapter, two_waiting_closes_time_out_each_at_its_own_deadline) {
+    outcome holder;
+    auto pool = one_slot_held(holder);
+    std::string order;
+    std::vector<error_code> results;
+    const auto note = [&](char who) {
+        return [&, who](error_code ec, close_report) {
+            order.push_back(who);
+            results.push_back(ec);
+        };
+    };
+    pool->async_close(manual_clock::now() + 20ms, note('a'));
+    pool->async_close(manual_clock::now() + 10ms, note('b'));
+    settle();
+    advance(10ms - 1ns);
+    EXPECT_EQ(order, "");
+    advance(1ns);
+    EXPECT_EQ(order, "b");
+    advance(10ms - 1ns);
+    EXPECT_EQ(order, "b");
+    advance(1ns);
+    EXPECT_EQ(order, "ba");
+    EXPECT_EQ(results, (std::vector<error_code>{make_error_code(error::timed_out), make_error_code(error::timed_out)}));
+    holder.lease.release();
+    settle();
+    EXPECT_EQ(order, "ba");
+    bool closed = false;
+    pool->async_close([&](error_code ec, close_report r) { closed = !ec && r.closed; });
+    settle();
+    EXPECT_TRUE(closed);
+}
+
 TEST_F(adapter, dropping_every_pool_and_handle_object_shuts_down_and_frees_everything) {
     std::weak_ptr<const void> state;
     test_lease survivor;
@@ -803,6 +837,44 @@ TEST_F(adapter, a_queued_acquire_times_out_exactly_at_its_deadline) {
     ASSERT_TRUE(patient.done);
     EXPECT_FALSE(patient.ec);
     EXPECT_TRUE(patient.lease);
+}
+
+// The deadline timer waits only while some deadline is pending: once the one waiter
+// that had a deadline is granted, the timer is disarmed, and the pool keeps no work on
+// its context (io.run() would return). A wait left pending would hold the context
+// until the manual clock reached that deadline, which it never does here.
+TEST_F(adapter, the_deadline_timer_is_disarmed_once_no_waiter_has_a_deadline) {
+    outcome holder;
+    auto pool = one_slot_held(holder);
+    outcome waiter;
+    pool->async_acquire(1h, record(waiter));
+    settle();
+    EXPECT_FALSE(waiter.done);
+    holder.lease.release();
+    settle();
+    ASSERT_TRUE(waiter.lease);
+    waiter.lease.release();
+    settle();
+    EXPECT_TRUE(io.stopped()) << "the deadline timer still waits for a deadline no waiter has";
+}
+
+// The same when the drain that feeds the shutdown also closes the pool: here no slot is
+// live (the factory fails, the pool backs off), so rejecting the one waiter, which had a
+// deadline, closes the pool in the same step.
+TEST_F(adapter, the_deadline_timer_is_disarmed_by_the_drain_that_closes_the_pool) {
+    log_->fail_creation = true;
+    auto pool = make_pool(options(1, 0));
+    outcome waiter;
+    pool->async_acquire(1h, record(waiter));
+    settle();  // its spawn failed: the pool backs off, the waiter waits
+    EXPECT_FALSE(waiter.done);
+    EXPECT_EQ(pool->stats().spawn_failures, 1u);
+    bool closed = false;
+    pool->async_close([&](error_code ec, close_report r) { closed = !ec && r.closed; });
+    settle();
+    EXPECT_EQ(waiter.ec, make_error_code(error::closed));
+    EXPECT_TRUE(closed);
+    EXPECT_TRUE(io.stopped()) << "the deadline timer still waits after the pool closed";
 }
 
 TEST_F(adapter, a_zero_timeout_is_rejected_at_once_unless_a_slot_is_idle) {
@@ -1103,6 +1175,78 @@ TEST_F(adapter, a_close_completes_while_a_factory_never_answers) {
     advance(50ms);
     EXPECT_TRUE(closed);
     EXPECT_EQ(pool.stats().spawn_failures, 1u);
+}
+
+// A close that times out reports what it still waits for, each in its own field: here
+// a spawn whose factory has not answered (until create_timeout, 50 ms).
+TEST_F(adapter, a_timed_out_close_reports_a_slot_still_spawning) {
+    auto o = options(1, 1);
+    o.create_timeout = std::chrono::milliseconds(50);
+    test_pool pool(io.get_executor(), o, []() -> boost::asio::awaitable<resource> {
+        manual_timer never(co_await boost::asio::this_coro::executor, manual_clock::time_point::max());
+        co_await never.async_wait(boost::asio::use_awaitable);
+        co_return resource(0, nullptr);
+    });
+    settle();
+    int completions = 0;
+    error_code first;
+    close_report report;
+    pool.async_close(manual_clock::now() + 10ms, [&](error_code ec, close_report r) {
+        ++completions;
+        first = ec;
+        report = r;
+    });
+    advance(10ms);
+    ASSERT_EQ(completions, 1);
+    EXPECT_EQ(first, make_error_code(error::timed_out));
+    EXPECT_FALSE(report.closed);
+    EXPECT_EQ(report.slots_spawning, 1u);
+    EXPECT_EQ(report.leases_out, 0u);
+    EXPECT_EQ(report.waiters_queued, 0u);
+    EXPECT_EQ(report.slots_retiring, 0u);
+    EXPECT_EQ(report.slots_checking, 0u);
+    EXPECT_EQ(report.slots_resetting, 0u);
+    bool closed = false;
+    pool.async_close([&](error_code ec, close_report r) { closed = !ec && r.closed; });
+    advance(40ms);  // create_timeout: the spawn fails, the pool closes
+    EXPECT_TRUE(closed);
+    EXPECT_EQ(completions, 1);
+}
+
+// The same for a slot whose close hook has not returned (until retire_grace, 100 ms).
+TEST_F(adapter, a_timed_out_close_reports_a_slot_still_retiring) {
+    auto log = log_;
+    auto pool_owner = one_slot_closing_with([log](resource&) -> boost::asio::awaitable<void> {
+        ++log->closed;
+        manual_timer never(co_await boost::asio::this_coro::executor, manual_clock::time_point::max());
+        co_await never.async_wait(boost::asio::use_awaitable);
+    });
+    test_pool& pool = *pool_owner;
+    retire_one_dirty(pool);  // its close hangs; max_slots 1: no replacement meanwhile
+    ASSERT_EQ(pool.stats().slots[static_cast<int>(core::slot_state::retiring)], 1u);
+    int completions = 0;
+    error_code first;
+    close_report report;
+    pool.async_close(manual_clock::now() + 10ms, [&](error_code ec, close_report r) {
+        ++completions;
+        first = ec;
+        report = r;
+    });
+    advance(10ms);
+    ASSERT_EQ(completions, 1);
+    EXPECT_EQ(first, make_error_code(error::timed_out));
+    EXPECT_FALSE(report.closed);
+    EXPECT_EQ(report.slots_retiring, 1u);
+    EXPECT_EQ(report.leases_out, 0u);
+    EXPECT_EQ(report.waiters_queued, 0u);
+    EXPECT_EQ(report.slots_spawning, 0u);
+    EXPECT_EQ(report.slots_checking, 0u);
+    EXPECT_EQ(report.slots_resetting, 0u);
+    bool closed = false;
+    pool.async_close([&](error_code ec, close_report r) { closed = !ec && r.closed; });
+    advance(90ms);  // retire_grace: the slot is retired, the pool closes
+    EXPECT_TRUE(closed);
+    EXPECT_EQ(log_->destroyed, 1);
 }
 
 TEST_F(adapter, a_resource_whose_close_throws_is_dropped_at_once) {
