@@ -743,6 +743,45 @@ TEST_F(adapter, a_dirty_lease_resource_is_never_handed_out_again) {
     EXPECT_EQ(log_->destroyed, 7);
 }
 
+// A lease moved, by construction or by assignment, carries its dirty mark: released
+// from where it was moved to, its resource is retired and never handed out again.
+TEST_F(adapter, a_moved_lease_keeps_its_dirty_mark) {
+    auto pool = make_pool(options(1, 1));
+    settle();
+    const auto dirty_retirements = [&] {
+        return pool->stats().retirements[static_cast<int>(core::retire_reason::dirty)];
+    };
+    outcome a;
+    pool->async_acquire(record(a));
+    settle();
+    ASSERT_TRUE(a.lease);
+    EXPECT_EQ(a.lease->id(), 1);
+    a.lease.mark_dirty();
+    test_lease constructed(std::move(a.lease));
+    EXPECT_TRUE(constructed.dirty());
+    constructed.release();
+    settle();
+    EXPECT_EQ(dirty_retirements(), 1u);
+    outcome b;
+    pool->async_acquire(record(b));
+    settle();
+    ASSERT_TRUE(b.lease);
+    EXPECT_EQ(b.lease->id(), 2);  // resource 1 was retired
+    b.lease.mark_dirty();
+    test_lease assigned;
+    assigned = std::move(b.lease);
+    EXPECT_TRUE(assigned.dirty());
+    assigned.release();
+    settle();
+    EXPECT_EQ(dirty_retirements(), 2u);
+    outcome c;
+    pool->async_acquire(record(c));
+    settle();
+    ASSERT_TRUE(c.lease);
+    EXPECT_EQ(c.lease->id(), 3);  // resource 2 was retired
+    EXPECT_EQ(log_->destroyed, 2);
+}
+
 TEST_F(adapter, factory_failures_back_off_and_waiters_time_out_cleanly) {
     log_->fail_creation = true;
     auto pool = make_pool(options(1, 0));  // backoff: 1 ms, doubling, at most 4 ms
@@ -1619,6 +1658,30 @@ TEST_F(adapter, invalid_options_are_refused_naming_the_field) {
     } catch (const core::config_error& e) {
         EXPECT_NE(std::string(e.what()).find("scheduler.max_slots"), std::string::npos) << e.what();
     }
+}
+
+// Each bound of the adapter's own options (error.cpp: validate): the limit itself is
+// accepted, one past it refused naming the field.
+TEST_F(adapter, each_adapter_option_accepts_its_limit_and_refuses_one_past_it) {
+    auto o = options(2);
+    o.retire_grace = 0ns;  // retire at once
+    EXPECT_FALSE(validate(o).has_value());
+    o.retire_grace = -1ns;
+    EXPECT_EQ(validate(o).value_or(""), "retire_grace: must not be negative");
+    o = options(2);
+    o.check_timeout = 1ns;
+    o.reset_timeout = 1ns;
+    EXPECT_FALSE(validate(o).has_value());
+    o.check_timeout = 0ns;
+    EXPECT_EQ(validate(o).value_or(""), "check_timeout: must be positive");
+    o.check_timeout = 1ns;
+    o.reset_timeout = 0ns;
+    EXPECT_EQ(validate(o).value_or(""), "reset_timeout: must be positive");
+    o = options(2);
+    o.mailbox_capacity = 1;
+    EXPECT_FALSE(validate(o).has_value());
+    o.mailbox_capacity = 0;
+    EXPECT_EQ(validate(o).value_or(""), "mailbox_capacity: must be at least 1");
 }
 
 }  // namespace
