@@ -376,6 +376,36 @@ TEST_F(isolation, a_lease_outliving_everything_but_its_observer_counts_back) {
     EXPECT_EQ(watch.stats().grants, 1u);
 }
 
+// A lease counts back to its handle once. The slot's next lease here goes to no handle
+// (pool.async_acquire): its release must leave the first handle's count alone, though
+// the actor still keeps that handle's block for the slot (slot_keeping.hpp).
+TEST_F(isolation, a_slots_next_lease_without_a_handle_counts_nothing_back_to_the_last_one) {
+    auto pool = make_pool(options(1, 1));
+    settle();
+    auto h = pool->make_handle(capped(0, "h"));
+    outcome mine;
+    h.async_acquire(record(mine));
+    settle();
+    ASSERT_TRUE(mine.lease);
+    EXPECT_EQ(h.stats().leases_out, 1u);
+    mine.lease.release();
+    settle();
+    EXPECT_EQ(h.stats().leases_out, 0u);
+    outcome anonymous;
+    pool->async_acquire(record(anonymous));
+    settle();
+    ASSERT_TRUE(anonymous.lease);
+    EXPECT_EQ(anonymous.lease.slot(), 0u);  // the slot h's lease had
+    anonymous.lease.release();
+    settle();
+    handle_stats expected;
+    expected.acquires = 1;
+    expected.grants = 1;
+    expected.leases_out = 0;
+    expected.leases_out_max = 1;
+    EXPECT_EQ(h.stats(), expected);
+}
+
 TEST_F(isolation, the_prometheus_text_of_two_named_handles) {
     auto pool = make_pool(options(1, 1));
     settle();

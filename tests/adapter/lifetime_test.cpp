@@ -102,6 +102,28 @@ TEST(adapter_lifetime, queued_acquire_does_not_outlive_a_destroyed_io_context) {
     EXPECT_TRUE(state.expired()) << "the pool's state outlived its io_context (a reference cycle)";
 }
 
+// The same for an acquire still in the mailbox: pushed from outside the pool's
+// executor, its drain posted and never run. The context's shutdown frees it, its
+// handler unrun, and nothing is left to keep the state alive.
+TEST(adapter_lifetime, an_acquire_still_in_the_mailbox_does_not_outlive_a_destroyed_io_context) {
+    std::weak_ptr<const void> state;
+    auto handler_alive = std::make_shared<int>(0);
+    std::weak_ptr<int> handler_probe = handler_alive;
+    bool invoked = false;
+    {
+        boost::asio::io_context io;
+        auto p = make_int_pool(io);
+        state = p->lifetime();
+        settle(io);
+        p->async_acquire([&invoked, keep = std::move(handler_alive)](error_code, lease<int>) { invoked = true; });
+        ASSERT_FALSE(handler_probe.expired());  // in the mailbox, its drain posted
+        p.reset();
+    }  // io_context destroyed without running again
+    EXPECT_FALSE(invoked);
+    EXPECT_TRUE(handler_probe.expired()) << "the acquire in the mailbox was never destroyed";
+    EXPECT_TRUE(state.expired()) << "the pool's state outlived its io_context (a reference cycle)";
+}
+
 // The handler runs on another executor (here a second io_context; use_future does the
 // same on the system executor). Once the handler has its lease, the caller owns
 // everything it got: it may give the lease back, drop the pool and destroy the pool's
@@ -211,6 +233,37 @@ TEST(adapter_lifetime, a_deferred_acquire_launched_after_its_pool_and_handle_are
     ASSERT_TRUE(outcome.has_value());
     EXPECT_EQ(*outcome, make_error_code(error::closed));
     EXPECT_TRUE(state.expired());
+}
+
+// A rejection's delivery lets go of the operation's reference to the pool's state before
+// its handler runs, as a grant's moves it into the lease: the handler (here on another
+// io_context, run after the pool object is gone) may be the last to hold anything of the
+// pool, and the state must not be destroyed on its thread after it returns.
+TEST(adapter_lifetime, a_rejection_holds_no_reference_to_the_pool_while_its_handler_runs) {
+    boost::asio::io_context io;
+    boost::asio::io_context other;  // the handler's, run once the pool object is gone
+    std::weak_ptr<const void> state;
+    std::optional<bool> expired_in_handler;
+    {
+        auto p = make_int_pool(io);
+        state = p->lifetime();
+        settle(io);
+        bool closed = false;
+        p->async_close([&closed](error_code ec, close_report r) { closed = !ec && r.closed; });
+        settle(io);
+        ASSERT_TRUE(closed);
+        p->async_acquire(boost::asio::bind_executor(other, [&](error_code ec, lease<int> l) {
+            EXPECT_EQ(ec, make_error_code(error::closed));
+            EXPECT_FALSE(l);
+            expired_in_handler = state.expired();
+        }));
+        settle(io);  // rejected `closed`: its delivery waits in `other`
+    }
+    settle(io);
+    ASSERT_FALSE(state.expired()) << "the undelivered rejection holds the state";
+    other.run();
+    ASSERT_TRUE(expired_in_handler.has_value());
+    EXPECT_TRUE(*expired_in_handler) << "the rejection's delivery held the pool's state across its upcall";
 }
 
 // Lease tokens (slot_keeping.hpp). A lease released on the pool's executor, with the actor

@@ -16,6 +16,7 @@
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/deferred.hpp>
 #include <array>
+#include <functional>
 #include <future>
 #include <sstream>
 #include <thread>
@@ -97,6 +98,37 @@ TEST_F(adapter, round_robin_across_several_handles) {
     EXPECT_EQ(std::string(order.begin(), order.end()), "abcabcabc");
 }
 
+// A handle's weight is its turn: weight 2 takes two grants in a row before the
+// rotation moves on (docs/CONTRACT.md section 5, "Who is granted next"). Every acquire
+// carries its handle's weight to the scheduler; without it the turns would alternate.
+TEST_F(adapter, a_handles_weight_is_its_turn_in_round_robin) {
+    auto pool = make_pool(options(1, 1));
+    settle();
+    outcome blocker;
+    pool->async_acquire(record(blocker));
+    settle();
+    auto heavy = pool->make_handle(2), light = pool->make_handle(1);
+    std::string order;
+    test_lease current;
+    auto take = [&](char who) {
+        return [&, who](error_code ec, test_lease l) {
+            ASSERT_FALSE(ec);
+            order.push_back(who);
+            current = std::move(l);
+        };
+    };
+    for (int i = 0; i < 4; ++i) heavy.async_acquire(take('h'));
+    for (int i = 0; i < 2; ++i) light.async_acquire(take('l'));
+    settle();
+    blocker.lease.release();
+    for (int i = 0; i < 6; ++i) {
+        settle();
+        current.release();
+    }
+    settle();
+    EXPECT_EQ(order, "hhlhhl");
+}
+
 TEST_F(adapter, cancelled_waiter_before_grant_for_every_cancellation_type) {
     using ct = boost::asio::cancellation_type;
     for (auto type : {ct::terminal, ct::partial, ct::total, ct::all}) {
@@ -107,15 +139,38 @@ TEST_F(adapter, cancelled_waiter_before_grant_for_every_cancellation_type) {
         pool->async_acquire(boost::asio::bind_cancellation_slot(signal.slot(), record(waiter)));
         settle();
         EXPECT_FALSE(waiter.done);
+        const std::uint64_t fed = pool->commands_fed();
         signal.emit(type);
         signal.emit(type);  // a second emit sends nothing more
         settle();
+        EXPECT_EQ(pool->commands_fed(), fed + 1) << "one cancel fed, not two";
         ASSERT_TRUE(waiter.done);
         EXPECT_EQ(waiter.ec, boost::asio::error::operation_aborted);
         EXPECT_FALSE(waiter.lease);
         EXPECT_EQ(waiter.completions, 1);
         EXPECT_EQ(pool->stats().rejections[static_cast<int>(core::reject_reason::cancelled)], 1u);
     }
+}
+
+// cancellation_type::none is no cancellation: emitting it sends nothing, and the
+// waiter stays queued; its one cancel is still to come.
+TEST_F(adapter, an_emit_of_cancellation_type_none_cancels_nothing) {
+    outcome holder;
+    auto pool = one_slot_held(holder);
+    boost::asio::cancellation_signal signal;
+    outcome waiter;
+    pool->async_acquire(boost::asio::bind_cancellation_slot(signal.slot(), record(waiter)));
+    settle();
+    const std::uint64_t fed = pool->commands_fed();
+    signal.emit(boost::asio::cancellation_type::none);
+    settle();
+    EXPECT_FALSE(waiter.done);
+    EXPECT_EQ(pool->commands_fed(), fed) << "an emit of none sent a cancel";
+    signal.emit(boost::asio::cancellation_type::terminal);
+    settle();
+    ASSERT_TRUE(waiter.done);
+    EXPECT_EQ(waiter.ec, boost::asio::error::operation_aborted);
+    EXPECT_EQ(waiter.completions, 1);
 }
 
 TEST_F(adapter, cancel_crossing_a_grant_loses_and_the_lease_is_delivered) {
@@ -162,6 +217,29 @@ TEST_F(adapter, handle_deregistration_rejects_its_queued_waiters) {
     EXPECT_TRUE(other.lease);
 }
 
+// Only a handle with an acquire outstanding has anything to deregister (mailbox.hpp:
+// the deregistration queue's 2(L + 1) counts on it): handles whose acquires were all
+// delivered send nothing when they go, however many go before a drain runs. Here L = 2
+// (a queue of 6) and 7 such handles go at once.
+TEST_F(adapter, handles_without_an_acquire_outstanding_send_nothing_when_they_go) {
+    auto pool = pool_admitting_two(1);
+    std::vector<test_pool::handle_type> tenants;
+    for (int i = 0; i < 7; ++i) {
+        tenants.push_back(pool->make_handle());
+        outcome o;
+        tenants.back().async_acquire(record(o));
+        settle();
+        ASSERT_TRUE(o.lease) << i;
+    }  // each lease released at once
+    settle();
+    const std::uint64_t fed = pool->commands_fed();
+    const std::uint64_t run = pool->drains_run();
+    tenants.clear();
+    settle();
+    EXPECT_EQ(pool->commands_fed(), fed) << "a handle with nothing outstanding sent a deregistration";
+    EXPECT_EQ(pool->drains_run(), run);
+}
+
 TEST_F(adapter, an_empty_handle_refuses_to_acquire_and_takes_a_handle_later) {
     auto pool = make_pool(options(1, 1));
     settle();
@@ -205,6 +283,33 @@ TEST_F(adapter, reset_deregisters_the_handle_and_lets_go_of_the_pool) {
     holder.lease.release();
     settle();
     EXPECT_TRUE(lifetime.expired());
+}
+
+// A handle assigned over (a handle moved into it) deregisters first, as its
+// destruction would: its queued waiter is rejected `deregistered`, and the handle now
+// serves as the one moved in.
+TEST_F(adapter, a_handle_assigned_over_deregisters_its_queued_waiters) {
+    outcome holder;
+    auto pool = one_slot_held(holder);
+    auto tenant = pool->make_handle();
+    outcome queued, later;
+    tenant.async_acquire(record(queued));
+    settle();
+    EXPECT_FALSE(queued.done);
+    const std::uint64_t old_id = tenant.id();
+    tenant = pool->make_handle();
+    settle();
+    ASSERT_TRUE(queued.done);
+    EXPECT_EQ(queued.ec, make_error_code(error::deregistered));
+    EXPECT_EQ(queued.completions, 1);
+    EXPECT_NE(tenant.id(), old_id);
+    tenant.async_acquire(record(later));
+    settle();
+    EXPECT_FALSE(later.done);
+    holder.lease.release();
+    settle();
+    EXPECT_TRUE(later.lease);
+    EXPECT_EQ(pool->stats().rejections[static_cast<int>(core::reject_reason::deregistered)], 1u);
 }
 
 TEST_F(adapter, close_with_a_relative_timeout_times_out_like_a_deadline) {
@@ -265,6 +370,36 @@ TEST_F(adapter, a_full_mailbox_completes_busy_at_once) {
     EXPECT_EQ(pool->stats().acquires, 3u);
     EXPECT_EQ(pool->stats().busy_rejections, 2u);  // counted beside the core's counters
     EXPECT_EQ(make_error_code(error::busy), boost::system::errc::resource_unavailable_try_again);
+}
+
+// Admission counts the cancels queued beside the acquires outstanding (admission.hpp):
+// an acquire is admitted while those, plus the acquires outstanding, are at most 2L,
+// the bound included. Here L = 2 and no drain runs between the steps: two acquires are
+// granted with their deliveries waiting on another context and cancelled meanwhile (two
+// cancels queued), delivered (none outstanding), then a third is admitted and cancelled
+// (one outstanding, three cancels queued): the fourth makes 1 + 3 = 4 = 2L, admitted.
+TEST_F(adapter, an_acquire_is_admitted_while_acquires_and_cancels_queued_are_at_most_2l) {
+    auto pool = pool_admitting_two(2);
+    boost::asio::io_context handler_io;
+    std::array<boost::asio::cancellation_signal, 3> signals;
+    std::array<outcome, 4> got;
+    for (int i = 0; i < 2; ++i) {
+        auto on_handler_io = boost::asio::bind_executor(handler_io, record(got[i]));
+        pool->async_acquire(boost::asio::bind_cancellation_slot(signals[i].slot(), std::move(on_handler_io)));
+    }
+    settle();  // both granted; their deliveries wait in handler_io
+    signals[0].emit(boost::asio::cancellation_type::terminal);  // crossing the grants: queued, not served
+    signals[1].emit(boost::asio::cancellation_type::terminal);
+    handler_io.run();
+    ASSERT_TRUE(got[0].lease && got[1].lease);
+    pool->async_acquire(boost::asio::bind_cancellation_slot(signals[2].slot(), record(got[2])));
+    signals[2].emit(boost::asio::cancellation_type::terminal);
+    pool->async_acquire(record(got[3]));
+    EXPECT_EQ(pool->stats().busy_rejections, 0u);
+    settle();
+    EXPECT_EQ(got[2].ec, boost::asio::error::operation_aborted);
+    EXPECT_EQ(got[3].ec, make_error_code(error::saturated));  // the one waiter's place was taken
+    EXPECT_EQ(pool->stats().busy_rejections, 0u);
 }
 
 // On the pool's executor an acquire without a cancellation slot is fed to the core
@@ -522,6 +657,40 @@ TEST_F(adapter, close_with_a_deadline_while_a_lease_is_out_times_out_then_closes
     EXPECT_TRUE(closed);
 }
 
+// Two closes waiting with different deadlines: each times out at its own, the later
+// one asked for first, and neither completes twice when the pool closes.
+TEST_F(adapter, two_waiting_closes_time_out_each_at_its_own_deadline) {
+    outcome holder;
+    auto pool = one_slot_held(holder);
+    std::string order;
+    std::vector<error_code> results;
+    const auto note = [&](char who) {
+        return [&, who](error_code ec, close_report) {
+            order.push_back(who);
+            results.push_back(ec);
+        };
+    };
+    pool->async_close(manual_clock::now() + 20ms, note('a'));
+    pool->async_close(manual_clock::now() + 10ms, note('b'));
+    settle();
+    advance(10ms - 1ns);
+    EXPECT_EQ(order, "");
+    advance(1ns);
+    EXPECT_EQ(order, "b");
+    advance(10ms - 1ns);
+    EXPECT_EQ(order, "b");
+    advance(1ns);
+    EXPECT_EQ(order, "ba");
+    EXPECT_EQ(results, (std::vector<error_code>{make_error_code(error::timed_out), make_error_code(error::timed_out)}));
+    holder.lease.release();
+    settle();
+    EXPECT_EQ(order, "ba");
+    bool closed = false;
+    pool->async_close([&](error_code ec, close_report r) { closed = !ec && r.closed; });
+    settle();
+    EXPECT_TRUE(closed);
+}
+
 TEST_F(adapter, dropping_every_pool_and_handle_object_shuts_down_and_frees_everything) {
     std::weak_ptr<const void> state;
     test_lease survivor;
@@ -572,6 +741,45 @@ TEST_F(adapter, a_dirty_lease_resource_is_never_handed_out_again) {
     EXPECT_EQ(pool->stats().retirements[static_cast<int>(core::retire_reason::dirty)], 7u);
     EXPECT_EQ(log_->created, 8);  // one more for each dirty resource
     EXPECT_EQ(log_->destroyed, 7);
+}
+
+// A lease moved, by construction or by assignment, carries its dirty mark: released
+// from where it was moved to, its resource is retired and never handed out again.
+TEST_F(adapter, a_moved_lease_keeps_its_dirty_mark) {
+    auto pool = make_pool(options(1, 1));
+    settle();
+    const auto dirty_retirements = [&] {
+        return pool->stats().retirements[static_cast<int>(core::retire_reason::dirty)];
+    };
+    outcome a;
+    pool->async_acquire(record(a));
+    settle();
+    ASSERT_TRUE(a.lease);
+    EXPECT_EQ(a.lease->id(), 1);
+    a.lease.mark_dirty();
+    test_lease constructed(std::move(a.lease));
+    EXPECT_TRUE(constructed.dirty());
+    constructed.release();
+    settle();
+    EXPECT_EQ(dirty_retirements(), 1u);
+    outcome b;
+    pool->async_acquire(record(b));
+    settle();
+    ASSERT_TRUE(b.lease);
+    EXPECT_EQ(b.lease->id(), 2);  // resource 1 was retired
+    b.lease.mark_dirty();
+    test_lease assigned;
+    assigned = std::move(b.lease);
+    EXPECT_TRUE(assigned.dirty());
+    assigned.release();
+    settle();
+    EXPECT_EQ(dirty_retirements(), 2u);
+    outcome c;
+    pool->async_acquire(record(c));
+    settle();
+    ASSERT_TRUE(c.lease);
+    EXPECT_EQ(c.lease->id(), 3);  // resource 2 was retired
+    EXPECT_EQ(log_->destroyed, 2);
 }
 
 TEST_F(adapter, factory_failures_back_off_and_waiters_time_out_cleanly) {
@@ -670,6 +878,44 @@ TEST_F(adapter, a_queued_acquire_times_out_exactly_at_its_deadline) {
     EXPECT_TRUE(patient.lease);
 }
 
+// The deadline timer waits only while some deadline is pending: once the one waiter
+// that had a deadline is granted, the timer is disarmed, and the pool keeps no work on
+// its context (io.run() would return). A wait left pending would hold the context
+// until the manual clock reached that deadline, which it never does here.
+TEST_F(adapter, the_deadline_timer_is_disarmed_once_no_waiter_has_a_deadline) {
+    outcome holder;
+    auto pool = one_slot_held(holder);
+    outcome waiter;
+    pool->async_acquire(1h, record(waiter));
+    settle();
+    EXPECT_FALSE(waiter.done);
+    holder.lease.release();
+    settle();
+    ASSERT_TRUE(waiter.lease);
+    waiter.lease.release();
+    settle();
+    EXPECT_TRUE(io.stopped()) << "the deadline timer still waits for a deadline no waiter has";
+}
+
+// The same when the drain that feeds the shutdown also closes the pool: here no slot is
+// live (the factory fails, the pool backs off), so rejecting the one waiter, which had a
+// deadline, closes the pool in the same step.
+TEST_F(adapter, the_deadline_timer_is_disarmed_by_the_drain_that_closes_the_pool) {
+    log_->fail_creation = true;
+    auto pool = make_pool(options(1, 0));
+    outcome waiter;
+    pool->async_acquire(1h, record(waiter));
+    settle();  // its spawn failed: the pool backs off, the waiter waits
+    EXPECT_FALSE(waiter.done);
+    EXPECT_EQ(pool->stats().spawn_failures, 1u);
+    bool closed = false;
+    pool->async_close([&](error_code ec, close_report r) { closed = !ec && r.closed; });
+    settle();
+    EXPECT_EQ(waiter.ec, make_error_code(error::closed));
+    EXPECT_TRUE(closed);
+    EXPECT_TRUE(io.stopped()) << "the deadline timer still waits after the pool closed";
+}
+
 TEST_F(adapter, a_zero_timeout_is_rejected_at_once_unless_a_slot_is_idle) {
     outcome holder;
     auto pool = one_slot_held(holder);
@@ -726,6 +972,88 @@ TEST_F(adapter, counters_count_a_completion_before_it_is_posted) {
     EXPECT_EQ(seen[0].acquires, 1u);
     EXPECT_EQ(seen[1].rejections[static_cast<int>(core::reject_reason::timeout)], 1u);
     EXPECT_EQ(seen[1].acquires, 2u);
+}
+
+// A handler's executor that, when a completion is posted to it, first runs `at_post`
+// (once), then runs the completion on the io_context (never inline). `at_post` runs on
+// the pool's thread while the drain that posts the completion still holds the actor:
+// what it sends the pool is pending for that drain.
+struct sending_at_post_executor {
+    boost::asio::io_context::executor_type inner;
+    std::function<void()>* at_post;
+
+    boost::asio::execution_context& query(boost::asio::execution::context_t) const noexcept {
+        return inner.context();
+    }
+    static constexpr boost::asio::execution::blocking_t query(boost::asio::execution::blocking_t) noexcept {
+        return boost::asio::execution::blocking.never;
+    }
+    sending_at_post_executor require(boost::asio::execution::blocking_t::never_t) const noexcept { return *this; }
+    template <class F>
+    void execute(F&& f) const {
+        if (*at_post) std::exchange(*at_post, nullptr)();
+        boost::asio::require(inner, boost::asio::execution::blocking.never).execute(std::forward<F>(f));
+    }
+    bool operator==(const sending_at_post_executor&) const noexcept = default;
+};
+
+// A drain run inline (inside an initiating function on the pool's executor) serves at
+// most 32 commands, the one that began it included; what is left goes on in one posted
+// drain (docs/CONTRACT.md section 8). The commands: 40 leases released, from a
+// completion's post, while that drain holds the actor: each finds the actor busy, goes
+// through the mailbox, and is served by the drain's re-check. Both kinds of inline
+// drain: an acquire fed to the core directly, and a cancel announced on the executor.
+TEST_F(adapter, an_inline_drain_serves_at_most_32_commands_and_posts_the_rest) {
+    auto pool = make_pool(options(41, 41));
+    settle();
+    const auto lease_40 = [&] {
+        std::vector<outcome> got(40);
+        for (auto& o : got) pool->async_acquire(record(o));
+        settle();
+        std::vector<test_lease> leases;
+        for (auto& o : got) leases.push_back(std::move(o.lease));
+        return leases;
+    };
+    std::function<void()> at_post;
+    const sending_at_post_executor ex{io.get_executor(), &at_post};
+
+    // Fed directly: the acquire, then 31 releases inline.
+    std::vector<test_lease> held = lease_40();
+    at_post = [&held] { held.clear(); };
+    outcome fed;
+    std::uint64_t before = pool->commands_fed(), posted = pool->drains_posted(), inline_fed = 0;
+    boost::asio::post(io, [&] {
+        pool->async_acquire(boost::asio::bind_executor(ex, record(fed)));
+        inline_fed = pool->commands_fed() - before;
+    });
+    settle();
+    EXPECT_EQ(inline_fed, 32u) << "fed directly";
+    EXPECT_EQ(pool->commands_fed() - before, 41u);
+    EXPECT_EQ(pool->drains_posted() - posted, 1u);
+    ASSERT_TRUE(fed.lease);
+    EXPECT_EQ(pool->stats().slots[static_cast<int>(core::slot_state::leased)], 1u);
+
+    // Announced: the cancel of a queued waiter, then 31 releases inline.
+    held = lease_40();
+    ASSERT_EQ(pool->stats().slots[static_cast<int>(core::slot_state::leased)], 41u);
+    boost::asio::cancellation_signal signal;
+    outcome cancelled;
+    pool->async_acquire(
+        boost::asio::bind_cancellation_slot(signal.slot(), boost::asio::bind_executor(ex, record(cancelled))));
+    settle();
+    ASSERT_FALSE(cancelled.done);
+    at_post = [&held] { held.clear(); };
+    before = pool->commands_fed(), posted = pool->drains_posted();
+    boost::asio::post(io, [&] {
+        signal.emit(boost::asio::cancellation_type::terminal);
+        inline_fed = pool->commands_fed() - before;
+    });
+    settle();
+    EXPECT_EQ(inline_fed, 32u) << "announced";
+    EXPECT_EQ(pool->commands_fed() - before, 41u);
+    EXPECT_EQ(pool->drains_posted() - posted, 1u);
+    EXPECT_EQ(cancelled.ec, boost::asio::error::operation_aborted);
+    EXPECT_EQ(pool->stats().slots[static_cast<int>(core::slot_state::leased)], 1u);
 }
 
 // Publishing writes only what changed: after every drain the snapshot must still equal
@@ -886,6 +1214,78 @@ TEST_F(adapter, a_close_completes_while_a_factory_never_answers) {
     advance(50ms);
     EXPECT_TRUE(closed);
     EXPECT_EQ(pool.stats().spawn_failures, 1u);
+}
+
+// A close that times out reports what it still waits for, each in its own field: here
+// a spawn whose factory has not answered (until create_timeout, 50 ms).
+TEST_F(adapter, a_timed_out_close_reports_a_slot_still_spawning) {
+    auto o = options(1, 1);
+    o.create_timeout = std::chrono::milliseconds(50);
+    test_pool pool(io.get_executor(), o, []() -> boost::asio::awaitable<resource> {
+        manual_timer never(co_await boost::asio::this_coro::executor, manual_clock::time_point::max());
+        co_await never.async_wait(boost::asio::use_awaitable);
+        co_return resource(0, nullptr);
+    });
+    settle();
+    int completions = 0;
+    error_code first;
+    close_report report;
+    pool.async_close(manual_clock::now() + 10ms, [&](error_code ec, close_report r) {
+        ++completions;
+        first = ec;
+        report = r;
+    });
+    advance(10ms);
+    ASSERT_EQ(completions, 1);
+    EXPECT_EQ(first, make_error_code(error::timed_out));
+    EXPECT_FALSE(report.closed);
+    EXPECT_EQ(report.slots_spawning, 1u);
+    EXPECT_EQ(report.leases_out, 0u);
+    EXPECT_EQ(report.waiters_queued, 0u);
+    EXPECT_EQ(report.slots_retiring, 0u);
+    EXPECT_EQ(report.slots_checking, 0u);
+    EXPECT_EQ(report.slots_resetting, 0u);
+    bool closed = false;
+    pool.async_close([&](error_code ec, close_report r) { closed = !ec && r.closed; });
+    advance(40ms);  // create_timeout: the spawn fails, the pool closes
+    EXPECT_TRUE(closed);
+    EXPECT_EQ(completions, 1);
+}
+
+// The same for a slot whose close hook has not returned (until retire_grace, 100 ms).
+TEST_F(adapter, a_timed_out_close_reports_a_slot_still_retiring) {
+    auto log = log_;
+    auto pool_owner = one_slot_closing_with([log](resource&) -> boost::asio::awaitable<void> {
+        ++log->closed;
+        manual_timer never(co_await boost::asio::this_coro::executor, manual_clock::time_point::max());
+        co_await never.async_wait(boost::asio::use_awaitable);
+    });
+    test_pool& pool = *pool_owner;
+    retire_one_dirty(pool);  // its close hangs; max_slots 1: no replacement meanwhile
+    ASSERT_EQ(pool.stats().slots[static_cast<int>(core::slot_state::retiring)], 1u);
+    int completions = 0;
+    error_code first;
+    close_report report;
+    pool.async_close(manual_clock::now() + 10ms, [&](error_code ec, close_report r) {
+        ++completions;
+        first = ec;
+        report = r;
+    });
+    advance(10ms);
+    ASSERT_EQ(completions, 1);
+    EXPECT_EQ(first, make_error_code(error::timed_out));
+    EXPECT_FALSE(report.closed);
+    EXPECT_EQ(report.slots_retiring, 1u);
+    EXPECT_EQ(report.leases_out, 0u);
+    EXPECT_EQ(report.waiters_queued, 0u);
+    EXPECT_EQ(report.slots_spawning, 0u);
+    EXPECT_EQ(report.slots_checking, 0u);
+    EXPECT_EQ(report.slots_resetting, 0u);
+    bool closed = false;
+    pool.async_close([&](error_code ec, close_report r) { closed = !ec && r.closed; });
+    advance(90ms);  // retire_grace: the slot is retired, the pool closes
+    EXPECT_TRUE(closed);
+    EXPECT_EQ(log_->destroyed, 1);
 }
 
 TEST_F(adapter, a_resource_whose_close_throws_is_dropped_at_once) {
@@ -1258,6 +1658,30 @@ TEST_F(adapter, invalid_options_are_refused_naming_the_field) {
     } catch (const core::config_error& e) {
         EXPECT_NE(std::string(e.what()).find("scheduler.max_slots"), std::string::npos) << e.what();
     }
+}
+
+// Each bound of the adapter's own options (error.cpp: validate): the limit itself is
+// accepted, one past it refused naming the field.
+TEST_F(adapter, each_adapter_option_accepts_its_limit_and_refuses_one_past_it) {
+    auto o = options(2);
+    o.retire_grace = 0ns;  // retire at once
+    EXPECT_FALSE(validate(o).has_value());
+    o.retire_grace = -1ns;
+    EXPECT_EQ(validate(o).value_or(""), "retire_grace: must not be negative");
+    o = options(2);
+    o.check_timeout = 1ns;
+    o.reset_timeout = 1ns;
+    EXPECT_FALSE(validate(o).has_value());
+    o.check_timeout = 0ns;
+    EXPECT_EQ(validate(o).value_or(""), "check_timeout: must be positive");
+    o.check_timeout = 1ns;
+    o.reset_timeout = 0ns;
+    EXPECT_EQ(validate(o).value_or(""), "reset_timeout: must be positive");
+    o = options(2);
+    o.mailbox_capacity = 1;
+    EXPECT_FALSE(validate(o).has_value());
+    o.mailbox_capacity = 0;
+    EXPECT_EQ(validate(o).value_or(""), "mailbox_capacity: must be at least 1");
 }
 
 }  // namespace
