@@ -31,6 +31,7 @@ writer_result drain_once(std::size_t steps) {
     r.flush_interval = std::chrono::hours(24);
     std::size_t records = 0, events = 0;
     auto recorder = std::make_unique<fairpool::detail::flight_recorder>(r, core);
+    recorder->commit();  // as a pool's start does: the writer may write
     const auto feed = [&](const fairpool::core::event& e) {
         recorder->before_step(core);
         const auto result = core.step(e);

@@ -12,9 +12,11 @@
 // is expected to be allocation-free too (Asio recycles awaitable frames per thread).
 //
 // And allocation failure (fault injection through the same wrapped functions): a
-// pool's construction, make_handle, async_close and an acquire refused busy, with each
-// of their allocations failing in turn, either succeed or throw std::bad_alloc having
-// changed nothing (the sections at the end).
+// pool's construction (a recording one's included: it leaves its directory as it was),
+// make_handle, async_close and an acquire refused busy, with each of their allocations
+// failing in turn, either succeed or throw std::bad_alloc having changed nothing; and a
+// queued close, each allocation failing in turn as its deadline comes or as the pool
+// closes, completes exactly once (the sections at the end).
 #include <gtest/gtest.h>
 
 #include <boost/asio/bind_allocator.hpp>
@@ -35,7 +37,11 @@
 #include <dlfcn.h>
 #include <execinfo.h>
 #include <filesystem>
+#include <fstream>
+#include <functional>
+#include <iterator>
 #include <limits>
+#include <map>
 #include <memory>
 #include <new>
 #include <optional>
@@ -43,6 +49,7 @@
 #include <unistd.h>
 
 #include "fairpool/asio/pool.hpp"
+#include "manual_clock.hpp"
 
 // --- Counting -------------------------------------------------------------------------
 
@@ -636,7 +643,107 @@ TEST(adapter_allocation_failure, a_second_pool_on_an_io_context_is_constructed_o
     EXPECT_GT(swept, 0u);
 }
 
-// (c) make_handle, with a name too long for the short-string buffer (so it allocates).
+// (c) A pool that records (pool_options::recording) into a directory: a construction
+// that throws leaves that directory as it was. Each allocation of the construction
+// fails in turn (but the last, the start drain's post: fatal, pinned by (a)), with the
+// recording's directory not there yet, and with an earlier recording in it; after each
+// failure the scratch directory holds exactly what it held before (no directory made,
+// no segment file, the earlier recording not moved into previous/). (The recorder's
+// writer thread, which writes the files, has been joined when the constructor throws.)
+using tree = std::map<std::string, std::string>;  // relative path -> contents ("/" for a directory)
+
+tree tree_of(const std::filesystem::path& root) {
+    tree t;
+    for (const auto& entry : std::filesystem::recursive_directory_iterator(root)) {
+        const std::string name = entry.path().lexically_relative(root).string();
+        if (entry.is_directory()) {
+            t[name] = "/";
+        } else {
+            std::ifstream in(entry.path(), std::ios::binary);
+            t[name] = std::string(std::istreambuf_iterator<char>(in), {});
+        }
+    }
+    return t;
+}
+
+std::uint64_t sweep_recording_construction(bool earlier_recording) {
+    char scratch[] = "/tmp/fairpool-allocation-construction-XXXXXX";
+    if (::mkdtemp(scratch) == nullptr) {
+        ADD_FAILURE() << "mkdtemp";
+        return 0;
+    }
+    const std::filesystem::path root = scratch;
+    const std::filesystem::path dir = root / "recording";
+    pool_options o = sweep_options();
+    recorder_options r;
+    r.directory = dir;
+    o.recording = r;
+    const auto set_up = [&] {
+        std::filesystem::remove_all(dir);
+        if (earlier_recording) {
+            std::filesystem::create_directory(dir);
+            std::ofstream(dir / "segment-00000000.trace") << "an earlier run's recording\n";
+        }
+        return tree_of(root);
+    };
+    const auto construct = [&](std::optional<int_pool>& p, boost::asio::io_context& io) {
+        p.emplace(io.get_executor(), o, sweep_hooks());
+    };
+
+    // Its allocations, with none failing: the same in the last two of three runs. The
+    // pool records: its first segment file is there once it is gone.
+    std::uint64_t total = 0;
+    for (int run = 0; run < 3; ++run) {
+        set_up();
+        attempt a;
+        {
+            boost::asio::io_context io(1);
+            std::optional<int_pool> p;
+            a = with_failing_allocation(no_failure, [&] { construct(p, io); });
+            EXPECT_FALSE(a.threw);
+            if (!p) return 0;
+            EXPECT_TRUE(serves(io, *p));
+            EXPECT_TRUE(closes(io, *p));
+        }  // the pool's state, and its recorder, gone with the io_context
+        const tree after = tree_of(root);
+        EXPECT_EQ(after.count("recording/segment-00000000.trace"), 1u);
+        if (earlier_recording) {
+            EXPECT_EQ(after.count("recording/previous/segment-00000000.trace"), 1u);
+        }
+        if (run == 2) {
+            EXPECT_EQ(a.allocations, total) << "a first use was counted";
+        }
+        total = a.allocations;
+    }
+    std::uint64_t n = 0;
+    for (; n + 1 < total; ++n) {
+        const tree before = set_up();
+        boost::asio::io_context io(1);
+        std::optional<int_pool> p;
+        const attempt a = with_failing_allocation(n, [&] { construct(p, io); });
+        EXPECT_TRUE(a.threw) << "allocation " << n << " of " << total;
+        EXPECT_TRUE(a.injected) << "allocation " << n << " of " << total;
+        if (p) break;
+        EXPECT_EQ(tree_of(root), before) << "allocation " << n << " of " << total
+                                         << " failed: the construction that threw left the directory changed";
+        io.restart();
+        EXPECT_EQ(io.poll(), 0u) << "allocation " << n << " of " << total;
+    }
+    std::filesystem::remove_all(root);
+    return n;
+}
+
+TEST(adapter_allocation_failure, a_recording_pool_is_constructed_or_its_directory_is_left_as_it_was) {
+    for (const bool earlier : {false, true}) {
+        const std::uint64_t swept = sweep_recording_construction(earlier);
+        std::printf("construction of a recording pool (%s): %llu allocation points swept\n",
+                    earlier ? "an earlier recording in its directory" : "its directory not there yet",
+                    static_cast<unsigned long long>(swept));
+        EXPECT_GT(swept, 0u);
+    }
+}
+
+// (d) make_handle, with a name too long for the short-string buffer (so it allocates).
 TEST(adapter_allocation_failure, make_handle_makes_a_handle_or_nothing_changes) {
     boost::asio::io_context io(1);
     int_pool pool(io.get_executor(), sweep_options(), sweep_hooks());
@@ -835,6 +942,222 @@ TEST(adapter_allocation_failure, async_close_beside_a_waiting_close_closes_once_
 
 TEST(adapter_allocation_failure, async_close_on_a_closed_pool_completes_once_or_changes_nothing) {
     report_close_sweep("on a closed pool", before_close::pool_closed);
+}
+
+// --- A queued close's completion under allocation failure ------------------------------
+//
+// A close that async_close queued completes exactly once, whatever allocation fails
+// after its initiating function returned: with error::timed_out when its deadline comes
+// first, with success when the pool closes first. (Its completion's storage is reserved
+// in async_close, as its timer's wait: closing.hpp.) Swept: the run of the io_context
+// that delivers those completions, with each of its allocations on this thread failing
+// in turn; then every close has completed once, with its error and its report. On a
+// pool whose Clock the test moves by hand (manual_clock.hpp), so that nothing but the
+// test decides when a deadline comes.
+
+using manual_pool = pool<int, manual_clock, manual_wait_traits>;
+
+struct manual_close_context {
+    std::deque<close_call> calls;  // first: they outlive the io_context, which may hold their handlers
+    boost::asio::io_context io{1};
+    std::optional<manual_pool> pool;
+    manual_pool::lease_type held;  // keeps the pool from closing
+};
+
+// A warm pool of one resource, leased out (held).
+std::unique_ptr<manual_close_context> manual_close_start() {
+    auto c = std::make_unique<manual_close_context>();
+    pool_options o;
+    o.scheduler.max_slots = 1;
+    o.scheduler.min_slots = 1;
+    c->pool.emplace(c->io.get_executor(), o, sweep_hooks());
+    c->pool->async_acquire([&c = *c](error_code, manual_pool::lease_type l) { c.held = std::move(l); });
+    run_until(c->io, [&] { return static_cast<bool>(c->held); });
+    EXPECT_TRUE(c->held);
+    return c;
+}
+
+std::uint64_t completions_of(const std::deque<close_call>& calls) {
+    std::uint64_t n = 0;
+    for (const close_call& call : calls) n += static_cast<std::uint64_t>(call.completions);
+    return n;
+}
+
+// Deadlines: two closes with a deadline an hour away and one without, queued behind the
+// held lease. The window: the clock moved two hours, the io_context run until both
+// deadlines' closes completed (a std::bad_alloc out of run() is caught, and the
+// io_context run again, no allocation failing). Then the lease comes back and the pool
+// closes. Returns the window's attempt.
+attempt deadlines_come(std::uint64_t n) {
+    auto c = manual_close_start();
+    const auto deadline = manual_clock::now() + std::chrono::hours(1);
+    close_call& first = c->calls.emplace_back();
+    close_call& second = c->calls.emplace_back();
+    close_call& no_deadline = c->calls.emplace_back();
+    c->pool->async_close(deadline, first.handler());
+    c->pool->async_close(deadline, second.handler());
+    c->pool->async_close(no_deadline.handler());
+    settle(c->io);  // the shutdown fed; the pool waits for the lease
+    EXPECT_EQ(completions_of(c->calls), 0u);
+    const auto both_came = [&] { return first.completions > 0 && second.completions > 0; };
+    const attempt a = with_failing_allocation(n, [&] {
+        manual_clock::advance(std::chrono::hours(2));
+        run_until(c->io, both_came);
+    });
+    EXPECT_EQ(a.threw, a.injected) << "allocation " << n;
+    if (a.threw) run_until(c->io, both_came);
+    for (close_call* call : {&first, &second}) {
+        EXPECT_EQ(call->completions, 1) << "allocation " << n << " failed: a close whose deadline came";
+        EXPECT_EQ(call->ec, make_error_code(error::timed_out)) << "allocation " << n;
+        EXPECT_FALSE(call->report.closed) << "allocation " << n;
+        EXPECT_EQ(call->report.leases_out, 1u) << "allocation " << n;
+    }
+    EXPECT_EQ(no_deadline.completions, 0) << "allocation " << n;
+    // The lease back: the pool closes; the close without a deadline completes with
+    // success, the others never again.
+    c->held.release();
+    run_until(c->io, [&] { return no_deadline.completions > 0; });
+    settle(c->io);
+    EXPECT_EQ(no_deadline.completions, 1) << "allocation " << n;
+    EXPECT_FALSE(no_deadline.ec) << "allocation " << n;
+    EXPECT_TRUE(no_deadline.report.closed) << "allocation " << n;
+    EXPECT_EQ(first.completions, 1) << "allocation " << n;
+    EXPECT_EQ(second.completions, 1) << "allocation " << n;
+    return a;
+}
+
+TEST(adapter_allocation_failure, closes_whose_deadline_comes_complete_once_timed_out) {
+    std::uint64_t n = 0;
+    for (;; ++n) {
+        ASSERT_LT(n, 100u) << "the deadlines' completions never ran without a failure";
+        if (!deadlines_come(n).injected) break;
+    }
+    std::printf("closes whose deadline came: %llu allocation points swept\n", static_cast<unsigned long long>(n));
+}
+
+// The pool closes: three closes waiting (one with a deadline ten hours away), the lease
+// back. The window: the drain that closes the pool (fed the last resource's
+// retirement), alone. To tell it apart, the pool runs on an executor of the test's own
+// over the io_context, which numbers each function it runs: with an executor that is
+// not an io_context's, every drain is posted, a function of its own (actor.hpp). A dry
+// run finds the number of the closing drain (the function after which no slot is
+// retiring any more); each attempt fails an allocation in it. An allocation failing in a
+// drain is fatal by design (actor.hpp), so each attempt runs in a process of its own,
+// whose exit status says whether every close completed once, with success.
+
+// The function runs of the window_executor, numbered from 1; the run numbered arm_run
+// runs with the allocation numbered arm_allocation failing, and window_attempt gets
+// what happened in it.
+std::uint64_t window_runs = 0;
+std::uint64_t arm_run = 0;
+std::uint64_t arm_allocation = no_failure;
+attempt window_attempt;
+std::function<std::uint64_t()> retiring_now;  // the pool's retiring slots, if set
+std::uint64_t closing_run = 0;                 // the run after which retiring went from 1 to 0
+
+struct window_executor {
+    boost::asio::io_context* io;
+
+    template <class F>
+    struct numbered {
+        F f;
+        void operator()() {
+            const std::uint64_t me = ++window_runs;
+            const std::uint64_t retiring_before = retiring_now ? retiring_now() : 0;
+            if (me == arm_run) {
+                window_attempt = with_failing_allocation(arm_allocation, [&] { f(); });
+            } else {
+                f();
+            }
+            if (retiring_before == 1 && retiring_now && retiring_now() == 0 && closing_run == 0) closing_run = me;
+        }
+    };
+
+    template <class F>
+    void execute(F f) const {
+        boost::asio::post(*io, numbered<std::decay_t<F>>{std::move(f)});
+    }
+    [[nodiscard]] boost::asio::execution_context& query(boost::asio::execution::context_t) const noexcept {
+        return *io;
+    }
+    static constexpr boost::asio::execution::blocking_t query(boost::asio::execution::blocking_t) noexcept {
+        return boost::asio::execution::blocking.never;
+    }
+    [[nodiscard]] window_executor require(boost::asio::execution::blocking_t::never_t) const noexcept { return *this; }
+    friend bool operator==(const window_executor& a, const window_executor& b) noexcept { return a.io == b.io; }
+    friend bool operator!=(const window_executor& a, const window_executor& b) noexcept { return a.io != b.io; }
+};
+
+// Returns whether every close completed once, with success.
+bool pool_closes(std::uint64_t run, std::uint64_t n) {
+    window_runs = 0;
+    arm_run = run;
+    arm_allocation = n;
+    window_attempt = attempt{};
+    closing_run = 0;
+    std::deque<close_call> calls;
+    boost::asio::io_context io(1);
+    pool_options o;
+    o.scheduler.max_slots = 1;
+    o.scheduler.min_slots = 1;
+    std::optional<manual_pool> p;
+    p.emplace(boost::asio::any_io_executor(window_executor{&io}), o, sweep_hooks());
+    retiring_now = [&p] { return p->stats().slots[static_cast<int>(core::slot_state::retiring)]; };
+    manual_pool::lease_type held;
+    p->async_acquire([&](error_code, manual_pool::lease_type l) { held = std::move(l); });
+    run_until(io, [&] { return static_cast<bool>(held); });
+    close_call& first = calls.emplace_back();
+    close_call& second = calls.emplace_back();
+    close_call& far_deadline = calls.emplace_back();
+    p->async_close(first.handler());
+    p->async_close(second.handler());
+    p->async_close(manual_clock::now() + std::chrono::hours(10), far_deadline.handler());
+    settle(io);
+    bool ok = held && completions_of(calls) == 0;
+    const auto all_done = [&] { return completions_of(calls) == 3; };
+    held.release();
+    bool threw = false;
+    try {
+        run_until(io, all_done);
+    } catch (const std::bad_alloc&) {
+        threw = true;
+    }
+    if (threw) run_until(io, all_done);
+    settle(io);
+    ok = ok && threw == window_attempt.threw && window_attempt.threw == window_attempt.injected;
+    for (const close_call& call : calls) ok = ok && call.completions == 1 && !call.ec && call.report.closed;
+    if (!ok)
+        std::fprintf(stderr, "allocation %llu of run %llu failed: the closes completed %d, %d and %d times\n",
+                     static_cast<unsigned long long>(n), static_cast<unsigned long long>(run), first.completions,
+                     second.completions, far_deadline.completions);
+    p.reset();
+    retiring_now = nullptr;
+    return ok;
+}
+
+TEST(adapter_allocation_failure, closes_waiting_when_the_pool_closes_complete_once_with_success) {
+    // The closing drain's number, then its allocations with none failing: the same twice.
+    ASSERT_TRUE(pool_closes(0, no_failure));
+    const std::uint64_t run = closing_run;
+    ASSERT_GT(run, 0u) << "no drain closed the pool";
+    ASSERT_TRUE(pool_closes(run, no_failure));
+    EXPECT_EQ(closing_run, run);
+    EXPECT_FALSE(window_attempt.injected);
+    const std::uint64_t total = window_attempt.allocations;
+    ASSERT_TRUE(pool_closes(run, no_failure));
+    EXPECT_EQ(window_attempt.allocations, total);
+    for (std::uint64_t n = 0; n < total; ++n) {
+        EXPECT_EXIT(
+            {
+                const bool ok = pool_closes(run, n) && window_attempt.injected;
+                std::fflush(nullptr);
+                std::_Exit(ok ? 0 : 1);
+            },
+            ::testing::ExitedWithCode(0), "")
+            << "allocation " << n << " of " << total << " in the drain that closed the pool failed";
+    }
+    std::printf("closes waiting when the pool closes: %llu allocation points swept in the closing drain\n",
+                static_cast<unsigned long long>(total));
 }
 
 // --- Acquires refused busy under allocation failure ------------------------------------

@@ -11,6 +11,7 @@
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/deferred.hpp>
+#include <boost/asio/post.hpp>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -354,6 +355,47 @@ TEST_F(adapter, an_acquire_whose_operation_cannot_be_allocated_leaves_admission_
     a.lease.release();
     b.lease.release();
     pool.reset();
+    settle();
+}
+
+// An acquire through the pool (a fresh handle of its own) that throws takes no handle
+// id: ids come from one counter with make_handle's, so the next handle made has the id
+// after the last one, whether the acquire that threw was started off the pool's
+// executor (through the mailbox) or on it (fed to the core directly); an acquire that
+// returns takes one.
+TEST_F(adapter, an_acquire_through_the_pool_that_throws_takes_no_handle_id) {
+    auto pool = warm_pool(2, 4, 4);
+    const auto first = pool->make_handle();
+    outcome never_a;
+    outcome never_b;
+    EXPECT_THROW(pool->async_acquire(boost::asio::bind_allocator(failing_allocator<void>(), record(never_a))),
+                 std::bad_alloc);
+    bool threw_on_executor = false;
+    boost::asio::post(io, [&] {
+        try {
+            pool->async_acquire(boost::asio::bind_allocator(failing_allocator<void>(), record(never_b)));
+        } catch (const std::bad_alloc&) {
+            threw_on_executor = true;
+        }
+    });
+    settle();
+    EXPECT_TRUE(threw_on_executor);
+    EXPECT_FALSE(never_a.done);
+    EXPECT_FALSE(never_b.done);
+    const auto second = pool->make_handle();
+    EXPECT_EQ(second.id(), first.id() + 1) << "an acquire that threw took a handle id";
+    outcome a;
+    pool->async_acquire(record(a));  // through the mailbox: a fresh handle, an id
+    settle();
+    ASSERT_TRUE(a.lease);
+    a.lease.release();
+    outcome b;
+    boost::asio::post(io, [&] { pool->async_acquire(record(b)); });  // fed directly: an id too
+    settle();
+    ASSERT_TRUE(b.lease);
+    b.lease.release();
+    const auto third = pool->make_handle();
+    EXPECT_EQ(third.id(), second.id() + 3);
     settle();
 }
 

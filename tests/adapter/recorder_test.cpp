@@ -542,6 +542,7 @@ TEST(flight_recorder, a_step_too_big_for_the_ring_is_the_only_one_lost) {
     r.segment_events = 1'000'000;
     r.flush_interval = std::chrono::hours(24);
     detail::flight_recorder recorder(r, s);
+    recorder.commit();  // as a pool's start does: the writer may write
     core::nanos now = 0;
     std::uint64_t waiter = 0;
     const auto feed = [&](const core::event& e) {

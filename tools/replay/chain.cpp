@@ -107,11 +107,14 @@ std::variant<input, input_error, left_out> read_last(const std::string& path, bo
         if (const auto* t = std::get_if<trace::trace>(&read); t && t->segment) {
             notices.push_back(file + ":" + std::to_string(line_at(whole, *cut)) +
                               ": cut: the recording stops in the middle of a write here (its process ended while "
-                              "writing); what comes before is replayed");
+                              "writing, or the write failed and could not be cut back); what comes before is "
+                              "replayed");
             return as_last(parsed(file, std::move(read)));
         }
         const std::string start_cut =
-            file + ": cut before its first event (its process ended while writing the segment's start)";
+            file +
+            ": cut before its first event (its process ended while writing the segment's start, or that write failed "
+            "and the file could not be removed)";
         const bool in_its_start = cut_in_its_start(kept, read);
         if (in_its_start && after_others) {
             notices.push_back(start_cut + "; left out of the recording");

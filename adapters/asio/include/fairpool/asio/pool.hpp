@@ -120,8 +120,10 @@ public:
     // reset_on_release needs `reset`).
     // Throws std::bad_alloc if an allocation fails, having sent nothing and left nothing
     // to run (the execution context may keep a service created meanwhile: the timers',
-    // the pool registry's; a recording may have begun its first segment). The ordering
-    // that ensures it: pool_owner.
+    // the pool registry's) and written nothing (a recording's writer touches its
+    // directory only once the pool has started: no directory made, no segment file, an
+    // earlier recording not moved into previous/). The ordering that ensures it:
+    // pool_owner, pool_state::start.
     pool(executor_type ex, const pool_options& options, hooks_type hooks)
         : owner_(std::make_shared<owner_type>(std::make_shared<state_type>(std::move(ex), options, std::move(hooks)))) {}
 
@@ -170,12 +172,14 @@ public:
     // destroyed. With a deadline (a time of the pool's Clock) or a timeout (from now, as
     // acquires take it), may complete with error::timed_out and a report of what is
     // still out; it can be called again. On a pool already closed it completes at once.
-    // Throws std::bad_alloc if an allocation fails (its handler's operation, the work
-    // it counts, its place among the waiters, a deadline's timer and its wait), having
+    // Throws std::bad_alloc if an allocation fails (the work it counts, its place among
+    // the waiters, its timer and the timer's wait, which holds the handler), having
     // changed nothing: no shutdown asked for (the pool still serves, unless shutting
     // down already), the handler never run; a retry may succeed. Once it returns, the
-    // handler runs exactly once. (Its last allocation, the post of the drain that feeds
-    // the shutdown, is fatal if it fails, as any drain's post: pool_state::start_close.)
+    // handler runs exactly once: delivering its completion, at its deadline or when the
+    // pool closes, allocates nothing on the pool's side (detail/closing.hpp). (Its last
+    // allocation, the post of the drain that feeds the shutdown, is fatal if it fails,
+    // as any drain's post: pool_state::start_close.)
     template <class Token>
     auto async_close(Token&& token) {
         return close(std::nullopt, std::forward<Token>(token));
@@ -235,10 +239,11 @@ private:
         return now + std::chrono::duration_cast<typename Clock::duration>(std::max(timeout, std::chrono::nanoseconds{0}));
     }
 
+    // Handle 0: a fresh handle, whose id start_acquire takes once nothing can throw.
     template <class Token>
     auto initiate(core::nanos deadline, Token&& token) {
         return boost::asio::async_initiate<Token, acquire_signature>(
-            detail::acquire_initiation<state_type>{{state()}}, token, owner_->state, state()->new_handle_id(), nullptr,
+            detail::acquire_initiation<state_type>{{state()}}, token, owner_->state, std::uint64_t{0}, nullptr,
             deadline, std::uint32_t{0}, std::nullopt);
     }
 

@@ -19,9 +19,10 @@ namespace fairpool {
 struct recorder_options {
     // Where segment files go: segment-00000000.trace, segment-00000001.trace, …
     // numbered by segment number (created if missing). Files of an earlier recording
-    // found there at start are moved into DIRECTORY/previous/ (replacing what was
-    // there), so the recording of the run before a restart survives one restart.
-    // Unused with memory_only.
+    // found there when the pool starts are moved into DIRECTORY/previous/ (replacing
+    // what was there), so the recording of the run before a restart survives one
+    // restart. Nothing here is touched before the pool has started: a pool whose
+    // construction throws leaves the directory as it was. Unused with memory_only.
     std::filesystem::path directory;
     // Events per segment (each segment starts with the config and a snapshot). At least 1.
     std::uint64_t segment_events = 100'000;

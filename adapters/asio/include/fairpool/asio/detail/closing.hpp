@@ -2,12 +2,40 @@
 // The callers of async_close waiting for the pool to close: outside the actor, behind a
 // mutex of their own (a close is rare, and neither acquires nor releases ever take it).
 // The actor calls closed() once, after it published the counters of the step that
-// closed the pool; a waiter's deadline timer completes it with error::timed_out and a
-// report of what is still out, read from the published counters. A waiting close is
-// outstanding work, as Asio asks of a pending operation, on its handler's executor and
-// on the pool's (whose context must keep running the drains that close the pool), from
-// its start until its completion is posted.
-#include <boost/asio/any_completion_handler.hpp>
+// closed the pool. A waiting close is outstanding work, as Asio asks of a pending
+// operation, on its handler's executor and on the pool's (whose context must keep
+// running the drains that close the pool), from its start until its completion is on
+// its handler's executor.
+//
+// Each waiting close owns a timer of the pool's Clock, and its handler waits on it: the
+// wait, started when the close is queued, is the completion's storage, reserved then.
+// The timer expires at the close's deadline (at the Clock's last time point if it has
+// none), and its wait's handler completes the close: with error::timed_out and a report
+// of what is still out, read from the published counters, when the deadline came first;
+// with success when the pool closed first. closed() destroys every waiter's timer, which
+// completes its wait (operation_aborted) by moving the operation Asio allocated when the
+// wait began onto the pool's executor's queue: nothing is allocated and nothing can
+// throw, so the actor's drain never fails there; and a deadline that comes needs no
+// allocation either (its operation is in the queue already). So every close that was
+// queued completes exactly once, whether memory runs out when its deadline fires or
+// when the pool closes: nothing is ever posted from inside the actor or a timer's
+// handler but the last hop onto the handler's own executor, which is Asio's (as for any
+// of Asio's operations, a handler bound to an executor other than the pool's
+// io_context's is handed over by that executor, which may allocate).
+//
+// (Why not post the completion when the deadline fires, or when the pool closes, as an
+// earlier version did: that post allocates, and if it throws there is no caller to give
+// the close back to. From a deadline's handler the exception escaped io_context::run()
+// with the close already taken out of the waiters, so it never completed; from the
+// actor it was fatal. Reserving the storage when the close is queued, where a failure
+// is the initiating function's std::bad_alloc and changes nothing, leaves no such
+// path. Leaving the waiter queued when the post fails, for the pool's closing to
+// complete, would have lost its deadline instead.)
+//
+// The waiters' list, its mutex and the outcome of the close live in a part of their
+// own, shared with every pending wait: a wait the pool's closing completed may run after
+// the pool's state (and this object) is gone (the drain that closed the pool dropped
+// the last reference), and still knows it must complete with success.
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/append.hpp>
 #include <boost/asio/associated_executor.hpp>
@@ -20,6 +48,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <type_traits>
 #include <utility>
 
 #include "fairpool/asio/close_report.hpp"
@@ -33,66 +62,70 @@ class closing {
 public:
     using timer_type = boost::asio::basic_waitable_timer<Clock, WaitTraits>;
     using time_point = typename Clock::time_point;
-    using close_handler = boost::asio::any_completion_handler<void(boost::system::error_code, close_report)>;
 
-    closing(boost::asio::any_io_executor ex, const stats_board& stats) : executor_(std::move(ex)), stats_(stats) {}
+    // Allocates the shared part (std::bad_alloc: the pool's construction throws).
+    closing(boost::asio::any_io_executor ex, const stats_board& stats)
+        : executor_(std::move(ex)), shared_(std::make_shared<shared_part>(stats)) {}
+    closing(const closing&) = delete;
+    closing& operator=(const closing&) = delete;
+    // A wait still pending finds its waiter gone: it completes with success if the pool
+    // closed (it did, unless the execution context is shutting down, which destroys the
+    // wait unrun), and never reads the counters again.
+    ~closing() { drop_waiters(true); }
 
-    // `self` is this object, kept weakly by the deadline timer. Returns true if the
-    // waiter was queued (the caller then asks for the shutdown), false if the pool had
-    // already closed (its completion posted at once).
+    // Returns true if the waiter was queued (the caller then asks for the shutdown),
+    // false if the pool had already closed (its completion posted at once).
     //
-    // Everything that can throw comes first: the waiter's allocations (its handler's
-    // operation, the work it counts, its node of a list of its own), the deadline's
-    // timer, and last its wait. If one throws (std::bad_alloc), nothing is queued, no
-    // timer is left armed and the handler never runs (it goes with the waiter). Only
-    // then is the waiter queued, by a splice, which cannot throw: a waiter that
-    // closed() or expire() can see completes exactly once. The wait is started under
-    // the mutex, before the splice, so an expiry that comes at once finds the waiter.
-    // On a pool already closed, the completion's post is what may throw (the handler
-    // then goes unrun).
+    // Everything that can throw comes first: the work the waiter counts, its handler's
+    // operation, its node of a list of its own, its timer, and last the timer's wait
+    // (the completion's storage). If one throws (std::bad_alloc), nothing is queued, no
+    // wait is left pending and the handler never runs (it goes with the wait). Only
+    // then is the waiter queued, by a splice, which cannot throw: a waiter queued
+    // completes exactly once, through its wait. The wait is started under the mutex,
+    // before the splice, so a deadline that comes at once finds the waiter. On a pool
+    // already closed, the completion's post is what may throw (the handler then goes
+    // unrun).
     template <class Handler>
-    [[nodiscard]] bool add(const std::weak_ptr<closing>& self, Handler&& handler, std::optional<time_point> deadline) {
+    [[nodiscard]] bool add(Handler&& handler, std::optional<time_point> deadline) {
+        using handler_type = std::decay_t<Handler>;
         auto handler_executor = boost::asio::get_associated_executor(handler, executor_);
         using work_type = outstanding_work<decltype(handler_executor)>;
+        std::shared_ptr<void> work = std::make_shared<work_type>(executor_, handler_executor);
         std::list<waiter> made;
-        waiter& w = made.emplace_back(waiter{0, close_handler(std::forward<Handler>(handler)), nullptr,
-                                             std::make_shared<work_type>(executor_, handler_executor)});
-        if (deadline) w.deadline = std::make_unique<timer_type>(executor_, *deadline);
-        std::unique_lock lock(mutex_);
-        if (closed_) {
+        waiter& w = made.emplace_back(waiter{0, nullptr});
+        w.timer = std::make_unique<timer_type>(executor_, deadline.value_or(time_point::max()));
+        std::unique_lock lock(shared_->mutex);
+        if (shared_->closed) {
+            const close_report report = shared_->closed_report;
             lock.unlock();
-            deliver(std::move(w.handler), {}, std::move(w.work));
+            deliver_now(std::forward<Handler>(handler), report, std::move(work));
             return false;
         }
-        const std::uint64_t id = last_id_ + 1;
-        if (w.deadline) {
-            w.deadline->async_wait([self, id](const boost::system::error_code& ec) {
-                if (ec) return;
-                if (auto alive = self.lock()) alive->expire(id);
-            });
-        }
-        w.id = last_id_ = id;
-        waiters_.splice(waiters_.end(), made);
+        const std::uint64_t id = shared_->last_id + 1;
+        w.timer->async_wait(completion<handler_type>{shared_, id, std::forward<Handler>(handler), std::move(work)});
+        w.id = shared_->last_id = id;
+        shared_->waiters.splice(shared_->waiters.end(), made);
         return true;
     }
 
-    // The pool has closed (the actor, once): every waiter completes with success.
-    void closed() {
+    // The pool has closed (the actor, once; its counters published): every waiter
+    // completes with success, through its wait, which the destruction of its timer
+    // completes. Allocates nothing and cannot throw (a drain may not).
+    void closed() noexcept {
+        const core::stats s = shared_->stats->read();
         std::list<waiter> done;
         {
-            std::lock_guard lock(mutex_);
-            closed_ = true;
-            done.swap(waiters_);
+            std::lock_guard lock(shared_->mutex);
+            shared_->closed = true;
+            shared_->closed_report = report_of(s, true);
+            done.swap(shared_->waiters);
         }
-        for (waiter& w : done) deliver(std::move(w.handler), {}, std::move(w.work));
+        // Out of the mutex: each timer's wait goes onto the pool's executor's queue.
     }
 
-    // The execution context is shutting down: waiters are destroyed without invocation.
-    void abandon() noexcept {
-        std::list<waiter> dropped;
-        std::lock_guard lock(mutex_);
-        dropped.swap(waiters_);
-    }
+    // The execution context is shutting down: waiters are destroyed without invocation
+    // (their waits go with the context).
+    void abandon() noexcept { drop_waiters(false); }
 
 private:
     template <class HandlerExecutor>
@@ -105,48 +138,94 @@ private:
 
     struct waiter {
         std::uint64_t id;
-        close_handler handler;
-        std::unique_ptr<timer_type> deadline;
-        std::shared_ptr<void> work;  // an outstanding_work, let go once the handler is on its executor
+        std::unique_ptr<timer_type> timer;  // its wait holds the close's handler
     };
 
-    void expire(std::uint64_t id) {
-        std::unique_lock lock(mutex_);
-        for (auto it = waiters_.begin(); it != waiters_.end(); ++it) {
-            if (it->id != id) continue;
-            std::list<waiter> done;
-            done.splice(done.begin(), waiters_, it);
-            lock.unlock();
-            waiter& w = done.front();
-            return deliver(std::move(w.handler), make_error_code(error::timed_out), std::move(w.work));
-        }
-    }
+    struct shared_part {
+        explicit shared_part(const stats_board& s) : stats(&s) {}
+        std::mutex mutex;
+        const stats_board* stats;  // null once the closing is gone (read only with waiters queued)
+        bool closed = false;
+        close_report closed_report;
+        std::uint64_t last_id = 0;
+        std::list<waiter> waiters;  // one node per waiting async_close call
+    };
 
-    // Out of the caller first, then onto the handler's own executor; `work` (on both
-    // executors) is held until the handler is there, so neither context's run() returns
-    // in between.
-    void deliver(close_handler h, boost::system::error_code ec, std::shared_ptr<void> work) {
-        const core::stats s = stats_.read();
+    static close_report report_of(const core::stats& s, bool closed) noexcept {
         close_report report;
-        report.closed = !ec;
+        report.closed = closed;
         report.leases_out = s.slots[static_cast<int>(core::slot_state::leased)];
         report.waiters_queued = s.queued_waiters;
         report.slots_spawning = s.slots[static_cast<int>(core::slot_state::spawning)];
         report.slots_retiring = s.slots[static_cast<int>(core::slot_state::retiring)];
         report.slots_checking = s.slots[static_cast<int>(core::slot_state::checking)];
         report.slots_resetting = s.slots[static_cast<int>(core::slot_state::resetting)];
-        boost::asio::post(executor_, [h = std::move(h), ec, report, work = std::move(work)]() mutable {
-            boost::asio::dispatch(boost::asio::append(std::move(h), ec, report));
+        return report;
+    }
+
+    // A waiter's wait: run on the pool's executor when its deadline came (success) or
+    // its timer was destroyed (operation_aborted: the pool closed, or the closing is
+    // gone). Which completion it makes is decided under the mutex, whatever woke it:
+    // success once the pool has closed, else error::timed_out (its deadline came first).
+    // Still queued, it takes its waiter out (its timer goes: this wait's operation has
+    // already left it). No longer queued and the pool not closed: the closing went
+    // without the pool closing, which only a context shutting down does (its waits are
+    // then destroyed, not run): nothing to complete.
+    template <class Handler>
+    struct completion {
+        std::shared_ptr<shared_part> shared;
+        std::uint64_t id;
+        Handler handler;
+        std::shared_ptr<void> work;  // an outstanding_work, let go once the handler is on its executor
+
+        void operator()(const boost::system::error_code&) {
+            boost::system::error_code ec;
+            close_report report;
+            std::list<waiter> done;
+            {
+                std::lock_guard lock(shared->mutex);
+                auto& ws = shared->waiters;
+                auto it = ws.begin();
+                while (it != ws.end() && it->id != id) ++it;
+                if (it != ws.end()) done.splice(done.begin(), ws, it);
+                if (shared->closed) {
+                    report = shared->closed_report;
+                } else if (!done.empty()) {
+                    ec = make_error_code(error::timed_out);
+                    report = report_of(shared->stats->read(), false);
+                } else {
+                    return;
+                }
+            }
+            // On the pool's executor, out of any caller: onto the handler's own.
+            boost::asio::dispatch(boost::asio::append(std::move(handler), ec, report));
             work.reset();  // the handler is on its executor now (dispatch posted it, or ran it)
+        }
+    };
+
+    // A pool already closed: out of the caller first, then onto the handler's own
+    // executor; `work` (on both executors) is held until the handler is there, so neither
+    // context's run() returns in between.
+    template <class Handler>
+    void deliver_now(Handler&& handler, close_report report, std::shared_ptr<void> work) {
+        boost::asio::post(executor_, [h = std::decay_t<Handler>(std::forward<Handler>(handler)), report,
+                                      work = std::move(work)]() mutable {
+            boost::asio::dispatch(boost::asio::append(std::move(h), boost::system::error_code{}, report));
+            work.reset();
         });
     }
 
+    // Out of the mutex, the timers go (each completing its wait): the closing is gone
+    // (`gone`: the counters are never read again) or the context shuts down.
+    void drop_waiters(bool gone) noexcept {
+        std::list<waiter> dropped;
+        std::lock_guard lock(shared_->mutex);
+        dropped.swap(shared_->waiters);
+        if (gone) shared_->stats = nullptr;
+    }
+
     boost::asio::any_io_executor executor_;
-    const stats_board& stats_;
-    std::mutex mutex_;
-    bool closed_ = false;
-    std::uint64_t last_id_ = 0;
-    std::list<waiter> waiters_;  // one node per waiting async_close call
+    std::shared_ptr<shared_part> shared_;
 };
 
 }  // namespace fairpool::detail

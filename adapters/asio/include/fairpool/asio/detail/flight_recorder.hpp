@@ -35,13 +35,21 @@ namespace fairpool::detail {
 class flight_recorder {
 public:
     // Segment 0 starts at once, with a snapshot of `core` (not started yet); then the
-    // writer thread starts.
+    // writer thread starts, and waits for commit() before it touches the filesystem.
     flight_recorder(const recorder_options& o, const core::scheduler& core);
     flight_recorder(const flight_recorder&) = delete;
     flight_recorder& operator=(const flight_recorder&) = delete;
     // After the actor's last step: a pending gap is still written; everything in the
-    // ring is written and the writer thread joined.
+    // ring is written and the writer thread joined. Never committed (the pool's
+    // construction threw after the recorder was made): the writer thread is joined and
+    // nothing is written, so a pool that was never made leaves no file, no directory,
+    // and an earlier recording where it was (not moved into previous/).
     ~flight_recorder();
+
+    // The pool is made (pool_state::start, once nothing in its construction can throw
+    // any more): the writer may create the directory, move an earlier recording aside
+    // and write. Before this, it writes nothing.
+    void commit() noexcept;
 
     // The actor, around each core step.
     void before_step(const core::scheduler& core) noexcept {
@@ -108,6 +116,7 @@ private:
     std::condition_variable dumped_;
     std::vector<dump_request*> requests_;  // guarded by mutex_
     bool stopping_ = false;                 // guarded by mutex_
+    bool committed_ = false;                // guarded by mutex_ (the destructor's after the join)
     recording_status written_;              // guarded by mutex_: the writer's part, after each drain
 
     flight_writer writer_;  // the writer thread's (the destructor's after the join)
@@ -132,6 +141,7 @@ inline flight_recorder::~flight_recorder() {
     }
     wake_.notify_one();
     thread_.join();
+    if (!committed_) return;  // the pool was never made: what the ring holds is dropped
     if (in_gap_ && lost_ > 0) {
         writer_.consume(flight_record{gap_record{lost_}});
         bump(gaps_);
@@ -175,10 +185,25 @@ inline flight_recorder::~flight_recorder() {
     bump(events_lost_);
 }
 
+inline void flight_recorder::commit() noexcept {
+    {
+        std::lock_guard lock(mutex_);
+        committed_ = true;
+    }
+    wake_.notify_one();
+}
+
 inline void flight_recorder::run_writer() {
     // validate() refuses a longer interval; a recorder made without it still must not
     // wait until an overflowed time (an overflowed deadline is in the past: a busy loop).
     const auto interval = std::min(options_.flush_interval, recorder_options::max_flush_interval);
+    {
+        // Nothing is written before the pool is made: a construction that throws later
+        // leaves no file behind (~flight_recorder).
+        std::unique_lock lock(mutex_);
+        wake_.wait(lock, [this] { return committed_ || stopping_; });
+        if (!committed_) return;
+    }
     std::vector<dump_request*> serving;
     for (;;) {
         bool stop = false;

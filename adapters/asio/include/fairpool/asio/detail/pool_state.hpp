@@ -93,12 +93,15 @@ public:
 
     // Registers with the execution context, which may throw (std::bad_alloc: the
     // registry service created on first use, its list grown) having registered nothing,
-    // then announces the start, which cannot throw (a drain that cannot be posted is
-    // fatal: actor.hpp). In this order: once started, the pool must be shut down, so
-    // nothing may throw after the announcement (pool_owner starts it last of all).
+    // then lets the flight recorder write (until then it writes nothing, so a
+    // construction that throws leaves no file behind), then announces the start; neither
+    // can throw (a drain that cannot be posted is fatal: actor.hpp). In this order: once
+    // started, the pool must be shut down, so nothing may throw after the announcement
+    // (pool_owner starts it last of all).
     void start() {
         auto& context = boost::asio::query(executor_, boost::asio::execution::context);
         boost::asio::use_service<pool_registry>(context).add(this->weak_from_this());
+        if (recorder_) recorder_->commit();
         this->announce(command_kind::start);
     }
 
@@ -143,7 +146,10 @@ public:
 
     // weight 0: none given; max_leases unset: the config's max_leases_per_handle. `self`:
     // the caller's reference to this state (copied into the operation: cheaper than
-    // shared_from_this, which must lock a weak reference).
+    // shared_from_this, which must lock a weak reference). `handle` 0: a fresh handle of
+    // its own (pool.async_acquire), whose id is taken only once nothing here can throw
+    // any more (in the drain that feeds it directly, or just before its push), so an
+    // acquire that throws takes none.
     template <class Handler>
     void start_acquire(Handler handler, const std::shared_ptr<pool_state>& self, std::uint64_t handle,
                        const std::shared_ptr<handle_block>& block, core::nanos deadline, std::uint32_t weight,
@@ -177,6 +183,7 @@ public:
         // emplace may allocate the slot's memory: a failure there is fatal, as anything
         // thrown in a drain is.)
         if (on_executor && this->fed_directly([&] {
+                if (command.handle == 0) command.handle = new_handle_id();
                 const std::uint64_t queued_as = take_acquire(command, caller_refs{&self, &block});
                 if (queued_as != 0 && slot.is_connected()) slot.template emplace<cancel_request>(this, queued_as);
             }))
@@ -200,6 +207,7 @@ public:
             }
         }
         op->keep_work();
+        if (command.handle == 0) command.handle = new_handle_id();
         const bool pushed = mailbox_.acquires.bounded_push(command);
         FAIRPOOL_ASSERT(pushed);  // admission keeps at most its limit in flight
         this->announce(command_kind::acquire);
@@ -252,16 +260,15 @@ public:
     }
 
     // pool.async_close. Its waiter first, with everything that can throw (closing::add:
-    // its allocations, its deadline's timer); then, once it is queued, the shutdown,
+    // its allocations, its timer and the timer's wait, which holds its completion);
+    // then, once it is queued, the shutdown,
     // which cannot throw (its drain's post is fatal if it fails, as any drain's post).
     // So a close that throws has changed nothing: no shutdown asked for, no waiter
     // queued, its handler never run. On a pool already closed the waiter completes at
     // once, and no shutdown is asked for again.
     template <class Handler>
     void start_close(Handler&& handler, std::optional<time_point> deadline) {
-        if (closing_.add(std::shared_ptr<closing_type>(this->shared_from_this(), &closing_),
-                         std::forward<Handler>(handler), deadline))
-            request_shutdown();
+        if (closing_.add(std::forward<Handler>(handler), deadline)) request_shutdown();
     }
 
     // The result of a resource's creation, check, reset or retirement (resources.hpp);
