@@ -1085,7 +1085,6 @@ struct window_executor {
     }
     [[nodiscard]] window_executor require(boost::asio::execution::blocking_t::never_t) const noexcept { return *this; }
     friend bool operator==(const window_executor& a, const window_executor& b) noexcept { return a.io == b.io; }
-    friend bool operator!=(const window_executor& a, const window_executor& b) noexcept { return a.io != b.io; }
 };
 
 // Returns whether every close completed once, with success.

@@ -10,6 +10,8 @@
 
 #include <boost/asio/basic_waitable_timer.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
 #include <cstddef>
 #include <memory>
 #include <set>
@@ -102,6 +104,17 @@ protected:
         return pool;
     }
 
+    // The same, with a close hook that counts itself in the log (closed) and never
+    // returns.
+    std::unique_ptr<test_pool> one_slot_whose_close_hangs() {
+        auto log = log_;
+        return one_slot_closing_with([log](resource&) -> boost::asio::awaitable<void> {
+            ++log->closed;
+            manual_timer never(co_await boost::asio::this_coro::executor, manual_clock::time_point::max());
+            co_await never.async_wait(boost::asio::use_awaitable);
+        });
+    }
+
     // Leases the pool's one idle slot and gives it back dirty: its resource retires.
     void retire_one_dirty(test_pool& pool) {
         outcome a;
@@ -149,6 +162,38 @@ protected:
             if (n == 0) return ran;
             ran += n;
         }
+    }
+
+    // What a close's handler was given, and how many times it ran.
+    struct close_outcome {
+        int completions = 0;
+        boost::system::error_code ec;
+        close_report report;
+    };
+
+    // A close whose deadline, `after` from now, has come: the clock moved to it, the
+    // close completed exactly once, with error::timed_out. `c` (the caller's, since the
+    // handler must never run again: the caller checks later) gets its outcome.
+    void close_past_its_deadline(test_pool& pool, manual_clock::duration after, close_outcome& c) {
+        pool.async_close(manual_clock::now() + after, [&c](boost::system::error_code ec, close_report r) {
+            ++c.completions;
+            c.ec = ec;
+            c.report = r;
+        });
+        advance(after);
+        EXPECT_EQ(c.completions, 1);
+        EXPECT_EQ(c.ec, make_error_code(error::timed_out));
+    }
+
+    // Every field of a close's report against `want` (a field `want` leaves out: 0).
+    static void expect_report(const close_report& got, const close_report& want) {
+        EXPECT_EQ(got.closed, want.closed);
+        EXPECT_EQ(got.leases_out, want.leases_out);
+        EXPECT_EQ(got.waiters_queued, want.waiters_queued);
+        EXPECT_EQ(got.slots_spawning, want.slots_spawning);
+        EXPECT_EQ(got.slots_retiring, want.slots_retiring);
+        EXPECT_EQ(got.slots_checking, want.slots_checking);
+        EXPECT_EQ(got.slots_resetting, want.slots_resetting);
     }
 
     // Moves the manual clock forward, then runs everything that is due by then.

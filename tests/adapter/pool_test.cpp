@@ -30,6 +30,20 @@ namespace {
 
 using boost::system::error_code;
 
+// Who gets each grant of a one-slot pool, in order: take(who) is an acquire's handler
+// that records `who` and keeps the lease in `current` until the test gives it back.
+struct turn_recorder {
+    std::string order;
+    test_lease current;
+    auto take(char who) {
+        return [this, who](error_code ec, test_lease l) {
+            ASSERT_FALSE(ec);
+            order.push_back(who);
+            current = std::move(l);
+        };
+    }
+};
+
 TEST_F(adapter, immediate_uncontended_grant) {
     auto pool = make_pool(options(2, 1));
     settle();  // prewarmed
@@ -77,25 +91,17 @@ TEST_F(adapter, round_robin_across_several_handles) {
     pool->async_acquire(record(blocker));
     settle();
     auto a = pool->make_handle(), b = pool->make_handle(), c = pool->make_handle();
-    std::vector<char> order;
-    test_lease current;
-    auto take = [&](char who) {
-        return [&, who](error_code ec, test_lease l) {
-            ASSERT_FALSE(ec);
-            order.push_back(who);
-            current = std::move(l);
-        };
-    };
-    for (int i = 0; i < 3; ++i) a.async_acquire(take('a'));
-    for (int i = 0; i < 3; ++i) b.async_acquire(take('b'));
-    for (int i = 0; i < 3; ++i) c.async_acquire(take('c'));
+    turn_recorder turns;
+    for (int i = 0; i < 3; ++i) a.async_acquire(turns.take('a'));
+    for (int i = 0; i < 3; ++i) b.async_acquire(turns.take('b'));
+    for (int i = 0; i < 3; ++i) c.async_acquire(turns.take('c'));
     settle();
     blocker.lease.release();
     for (int i = 0; i < 9; ++i) {
         settle();
-        current.release();
+        turns.current.release();
     }
-    EXPECT_EQ(std::string(order.begin(), order.end()), "abcabcabc");
+    EXPECT_EQ(turns.order, "abcabcabc");
 }
 
 // A handle's weight is its turn: weight 2 takes two grants in a row before the
@@ -108,25 +114,17 @@ TEST_F(adapter, a_handles_weight_is_its_turn_in_round_robin) {
     pool->async_acquire(record(blocker));
     settle();
     auto heavy = pool->make_handle(2), light = pool->make_handle(1);
-    std::string order;
-    test_lease current;
-    auto take = [&](char who) {
-        return [&, who](error_code ec, test_lease l) {
-            ASSERT_FALSE(ec);
-            order.push_back(who);
-            current = std::move(l);
-        };
-    };
-    for (int i = 0; i < 4; ++i) heavy.async_acquire(take('h'));
-    for (int i = 0; i < 2; ++i) light.async_acquire(take('l'));
+    turn_recorder turns;
+    for (int i = 0; i < 4; ++i) heavy.async_acquire(turns.take('h'));
+    for (int i = 0; i < 2; ++i) light.async_acquire(turns.take('l'));
     settle();
     blocker.lease.release();
     for (int i = 0; i < 6; ++i) {
         settle();
-        current.release();
+        turns.current.release();
     }
     settle();
-    EXPECT_EQ(order, "hhlhhl");
+    EXPECT_EQ(turns.order, "hhlhhl");
 }
 
 TEST_F(adapter, cancelled_waiter_before_grant_for_every_cancellation_type) {
@@ -751,28 +749,27 @@ TEST_F(adapter, a_moved_lease_keeps_its_dirty_mark) {
     const auto dirty_retirements = [&] {
         return pool->stats().retirements[static_cast<int>(core::retire_reason::dirty)];
     };
-    outcome a;
-    pool->async_acquire(record(a));
-    settle();
-    ASSERT_TRUE(a.lease);
-    EXPECT_EQ(a.lease->id(), 1);
-    a.lease.mark_dirty();
-    test_lease constructed(std::move(a.lease));
-    EXPECT_TRUE(constructed.dirty());
-    constructed.release();
-    settle();
+    // Takes resource `id`, marks its lease dirty, moves it by `move` into another lease
+    // and releases that one.
+    const auto dirty_lease_moved = [&](int id, auto move) {
+        outcome o;
+        pool->async_acquire(record(o));
+        settle();
+        ASSERT_TRUE(o.lease);
+        EXPECT_EQ(o.lease->id(), id);  // the resource before it was retired
+        o.lease.mark_dirty();
+        test_lease moved = move(std::move(o.lease));
+        EXPECT_TRUE(moved.dirty());
+        moved.release();
+        settle();
+    };
+    dirty_lease_moved(1, [](test_lease&& l) { return test_lease(std::move(l)); });
     EXPECT_EQ(dirty_retirements(), 1u);
-    outcome b;
-    pool->async_acquire(record(b));
-    settle();
-    ASSERT_TRUE(b.lease);
-    EXPECT_EQ(b.lease->id(), 2);  // resource 1 was retired
-    b.lease.mark_dirty();
-    test_lease assigned;
-    assigned = std::move(b.lease);
-    EXPECT_TRUE(assigned.dirty());
-    assigned.release();
-    settle();
+    dirty_lease_moved(2, [](test_lease&& l) {
+        test_lease assigned;
+        assigned = std::move(l);
+        return assigned;
+    });
     EXPECT_EQ(dirty_retirements(), 2u);
     outcome c;
     pool->async_acquire(record(c));
@@ -932,12 +929,23 @@ TEST_F(adapter, a_zero_timeout_is_rejected_at_once_unless_a_slot_is_idle) {
     EXPECT_TRUE(idle.lease);
 }
 
-// A handler's executor that reads the pool's counters at the moment a completion is
-// posted to it, then runs the completion on the io_context (never inline).
-struct counters_at_post_executor {
+// A factory that never answers: it waits on a timer of the manual clock that never
+// expires.
+boost::asio::awaitable<resource> never_answers() {
+    manual_timer never(co_await boost::asio::this_coro::executor, manual_clock::time_point::max());
+    co_await never.async_wait(boost::asio::use_awaitable);
+    co_return resource(0, nullptr);
+}
+
+// A handler's executor that runs `at_post` when a completion is posted to it (every
+// time, or with `once` the first time only, clearing it), then runs the completion on
+// the io_context (never inline). `at_post` runs on the pool's thread while the drain
+// that posts the completion still holds the actor: what it sends the pool is pending
+// for that drain.
+struct at_post_executor {
     boost::asio::io_context::executor_type inner;
-    const test_pool* pool;
-    std::vector<core::stats>* seen;
+    std::function<void()>* at_post;
+    bool once = false;
 
     boost::asio::execution_context& query(boost::asio::execution::context_t) const noexcept {
         return inner.context();
@@ -945,20 +953,21 @@ struct counters_at_post_executor {
     static constexpr boost::asio::execution::blocking_t query(boost::asio::execution::blocking_t) noexcept {
         return boost::asio::execution::blocking.never;
     }
-    counters_at_post_executor require(boost::asio::execution::blocking_t::never_t) const noexcept { return *this; }
+    at_post_executor require(boost::asio::execution::blocking_t::never_t) const noexcept { return *this; }
     template <class F>
     void execute(F&& f) const {
-        seen->push_back(pool->stats());
+        if (*at_post) once ? std::exchange(*at_post, nullptr)() : (*at_post)();
         boost::asio::require(inner, boost::asio::execution::blocking.never).execute(std::forward<F>(f));
     }
-    bool operator==(const counters_at_post_executor&) const noexcept = default;
+    bool operator==(const at_post_executor&) const noexcept = default;
 };
 
 TEST_F(adapter, counters_count_a_completion_before_it_is_posted) {
     auto pool = make_pool(options(1, 1));
     settle();
     std::vector<core::stats> seen;
-    const counters_at_post_executor ex{io.get_executor(), pool.get(), &seen};
+    std::function<void()> read_counters = [&] { seen.push_back(pool->stats()); };
+    const at_post_executor ex{io.get_executor(), &read_counters};
     outcome granted, rejected;
     pool->async_acquire(boost::asio::bind_executor(ex, record(granted)));
     settle();
@@ -973,29 +982,6 @@ TEST_F(adapter, counters_count_a_completion_before_it_is_posted) {
     EXPECT_EQ(seen[1].rejections[static_cast<int>(core::reject_reason::timeout)], 1u);
     EXPECT_EQ(seen[1].acquires, 2u);
 }
-
-// A handler's executor that, when a completion is posted to it, first runs `at_post`
-// (once), then runs the completion on the io_context (never inline). `at_post` runs on
-// the pool's thread while the drain that posts the completion still holds the actor:
-// what it sends the pool is pending for that drain.
-struct sending_at_post_executor {
-    boost::asio::io_context::executor_type inner;
-    std::function<void()>* at_post;
-
-    boost::asio::execution_context& query(boost::asio::execution::context_t) const noexcept {
-        return inner.context();
-    }
-    static constexpr boost::asio::execution::blocking_t query(boost::asio::execution::blocking_t) noexcept {
-        return boost::asio::execution::blocking.never;
-    }
-    sending_at_post_executor require(boost::asio::execution::blocking_t::never_t) const noexcept { return *this; }
-    template <class F>
-    void execute(F&& f) const {
-        if (*at_post) std::exchange(*at_post, nullptr)();
-        boost::asio::require(inner, boost::asio::execution::blocking.never).execute(std::forward<F>(f));
-    }
-    bool operator==(const sending_at_post_executor&) const noexcept = default;
-};
 
 // A drain run inline (inside an initiating function on the pool's executor) serves at
 // most 32 commands, the one that began it included; what is left goes on in one posted
@@ -1015,7 +1001,7 @@ TEST_F(adapter, an_inline_drain_serves_at_most_32_commands_and_posts_the_rest) {
         return leases;
     };
     std::function<void()> at_post;
-    const sending_at_post_executor ex{io.get_executor(), &at_post};
+    const at_post_executor ex{io.get_executor(), &at_post, true};
 
     // Fed directly: the acquire, then 31 releases inline.
     std::vector<test_lease> held = lease_40();
@@ -1104,12 +1090,7 @@ TEST_F(adapter, the_published_counters_equal_the_cores_after_every_drain) {
 }
 
 TEST_F(adapter, a_resource_whose_close_hangs_is_dropped_after_retire_grace) {
-    auto log = log_;
-    auto pool_owner = one_slot_closing_with([log](resource&) -> boost::asio::awaitable<void> {
-        ++log->closed;
-        manual_timer never(co_await boost::asio::this_coro::executor, manual_clock::time_point::max());
-        co_await never.async_wait(boost::asio::use_awaitable);
-    });
+    auto pool_owner = one_slot_whose_close_hangs();
     test_pool& pool = *pool_owner;
     retire_one_dirty(pool);
     EXPECT_EQ(log_->closed, 1);  // its close has begun, and hangs
@@ -1201,11 +1182,7 @@ TEST_F(adapter, a_factory_past_create_timeout_fails_the_spawn_and_its_late_resou
 TEST_F(adapter, a_close_completes_while_a_factory_never_answers) {
     auto o = options(1, 1);
     o.create_timeout = std::chrono::milliseconds(50);
-    test_pool pool(io.get_executor(), o, []() -> boost::asio::awaitable<resource> {
-        manual_timer never(co_await boost::asio::this_coro::executor, manual_clock::time_point::max());
-        co_await never.async_wait(boost::asio::use_awaitable);
-        co_return resource(0, nullptr);
-    });
+    test_pool pool(io.get_executor(), o, never_answers);
     settle();
     bool closed = false;
     pool.async_close([&](error_code ec, close_report r) { closed = !ec && r.closed; });
@@ -1221,70 +1198,32 @@ TEST_F(adapter, a_close_completes_while_a_factory_never_answers) {
 TEST_F(adapter, a_timed_out_close_reports_a_slot_still_spawning) {
     auto o = options(1, 1);
     o.create_timeout = std::chrono::milliseconds(50);
-    test_pool pool(io.get_executor(), o, []() -> boost::asio::awaitable<resource> {
-        manual_timer never(co_await boost::asio::this_coro::executor, manual_clock::time_point::max());
-        co_await never.async_wait(boost::asio::use_awaitable);
-        co_return resource(0, nullptr);
-    });
+    test_pool pool(io.get_executor(), o, never_answers);
     settle();
-    int completions = 0;
-    error_code first;
-    close_report report;
-    pool.async_close(manual_clock::now() + 10ms, [&](error_code ec, close_report r) {
-        ++completions;
-        first = ec;
-        report = r;
-    });
-    advance(10ms);
-    ASSERT_EQ(completions, 1);
-    EXPECT_EQ(first, make_error_code(error::timed_out));
-    EXPECT_FALSE(report.closed);
-    EXPECT_EQ(report.slots_spawning, 1u);
-    EXPECT_EQ(report.leases_out, 0u);
-    EXPECT_EQ(report.waiters_queued, 0u);
-    EXPECT_EQ(report.slots_retiring, 0u);
-    EXPECT_EQ(report.slots_checking, 0u);
-    EXPECT_EQ(report.slots_resetting, 0u);
+    close_outcome timed_out;
+    close_past_its_deadline(pool, 10ms, timed_out);
+    expect_report(timed_out.report, {.slots_spawning = 1});
     bool closed = false;
     pool.async_close([&](error_code ec, close_report r) { closed = !ec && r.closed; });
     advance(40ms);  // create_timeout: the spawn fails, the pool closes
     EXPECT_TRUE(closed);
-    EXPECT_EQ(completions, 1);
+    EXPECT_EQ(timed_out.completions, 1);
 }
 
 // The same for a slot whose close hook has not returned (until retire_grace, 100 ms).
 TEST_F(adapter, a_timed_out_close_reports_a_slot_still_retiring) {
-    auto log = log_;
-    auto pool_owner = one_slot_closing_with([log](resource&) -> boost::asio::awaitable<void> {
-        ++log->closed;
-        manual_timer never(co_await boost::asio::this_coro::executor, manual_clock::time_point::max());
-        co_await never.async_wait(boost::asio::use_awaitable);
-    });
+    auto pool_owner = one_slot_whose_close_hangs();
     test_pool& pool = *pool_owner;
     retire_one_dirty(pool);  // its close hangs; max_slots 1: no replacement meanwhile
     ASSERT_EQ(pool.stats().slots[static_cast<int>(core::slot_state::retiring)], 1u);
-    int completions = 0;
-    error_code first;
-    close_report report;
-    pool.async_close(manual_clock::now() + 10ms, [&](error_code ec, close_report r) {
-        ++completions;
-        first = ec;
-        report = r;
-    });
-    advance(10ms);
-    ASSERT_EQ(completions, 1);
-    EXPECT_EQ(first, make_error_code(error::timed_out));
-    EXPECT_FALSE(report.closed);
-    EXPECT_EQ(report.slots_retiring, 1u);
-    EXPECT_EQ(report.leases_out, 0u);
-    EXPECT_EQ(report.waiters_queued, 0u);
-    EXPECT_EQ(report.slots_spawning, 0u);
-    EXPECT_EQ(report.slots_checking, 0u);
-    EXPECT_EQ(report.slots_resetting, 0u);
+    close_outcome timed_out;
+    close_past_its_deadline(pool, 10ms, timed_out);
+    expect_report(timed_out.report, {.slots_retiring = 1});
     bool closed = false;
     pool.async_close([&](error_code ec, close_report r) { closed = !ec && r.closed; });
     advance(90ms);  // retire_grace: the slot is retired, the pool closes
     EXPECT_TRUE(closed);
+    EXPECT_EQ(timed_out.completions, 1);
     EXPECT_EQ(log_->destroyed, 1);
 }
 
