@@ -196,6 +196,19 @@ protected:
         EXPECT_EQ(got.slots_resetting, want.slots_resetting);
     }
 
+    // A one-slot pool's queued waiters served one after the other: `blocker` (the
+    // lease holding the slot) given back, then `current` (where each grant's handler
+    // keeps its lease) given back after each of `grants` grants.
+    void serve_in_turn(test_lease& blocker, test_lease& current, int grants) {
+        settle();
+        blocker.release();
+        for (int i = 0; i < grants; ++i) {
+            settle();
+            current.release();
+        }
+        settle();
+    }
+
     // Moves the manual clock forward, then runs everything that is due by then.
     void advance(manual_clock::duration d) {
         manual_clock::advance(d);

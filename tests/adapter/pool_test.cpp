@@ -95,12 +95,7 @@ TEST_F(adapter, round_robin_across_several_handles) {
     for (int i = 0; i < 3; ++i) a.async_acquire(turns.take('a'));
     for (int i = 0; i < 3; ++i) b.async_acquire(turns.take('b'));
     for (int i = 0; i < 3; ++i) c.async_acquire(turns.take('c'));
-    settle();
-    blocker.lease.release();
-    for (int i = 0; i < 9; ++i) {
-        settle();
-        turns.current.release();
-    }
+    serve_in_turn(blocker.lease, turns.current, 9);
     EXPECT_EQ(turns.order, "abcabcabc");
 }
 
@@ -117,13 +112,7 @@ TEST_F(adapter, a_handles_weight_is_its_turn_in_round_robin) {
     turn_recorder turns;
     for (int i = 0; i < 4; ++i) heavy.async_acquire(turns.take('h'));
     for (int i = 0; i < 2; ++i) light.async_acquire(turns.take('l'));
-    settle();
-    blocker.lease.release();
-    for (int i = 0; i < 6; ++i) {
-        settle();
-        turns.current.release();
-    }
-    settle();
+    serve_in_turn(blocker.lease, turns.current, 6);
     EXPECT_EQ(turns.order, "hhlhhl");
 }
 
