@@ -78,14 +78,25 @@ private:
     bool open_ = false;
 };
 
+// An acquire's handler whose invocation and destruction the test sees from outside.
+struct watched_handler {
+    std::shared_ptr<int> alive = std::make_shared<int>(0);
+    std::weak_ptr<int> probe = alive;
+    bool invoked = false;
+    // The handler itself (once: it takes `alive` with it).
+    auto take() {
+        return [this, keep = std::move(alive)](error_code, lease<int>) { invoked = true; };
+    }
+    [[nodiscard]] bool destroyed() const { return probe.expired(); }
+};
+
 // The pool object is dropped while an acquire is queued, and its io_context is then
 // destroyed without running again (a server stopping its event loop). Asio destroys
 // the handlers it holds; the pool's state, its queued operation and that operation's
 // handler must go with them, not stay alive in a cycle.
 TEST(adapter_lifetime, queued_acquire_does_not_outlive_a_destroyed_io_context) {
     std::weak_ptr<const void> state;
-    auto handler_alive = std::make_shared<int>(0);
-    std::weak_ptr<int> handler_probe = handler_alive;
+    watched_handler handler;
     {
         boost::asio::io_context io;
         auto p = make_int_pool(io);
@@ -93,12 +104,13 @@ TEST(adapter_lifetime, queued_acquire_does_not_outlive_a_destroyed_io_context) {
         settle(io);  // prewarmed
         lease<int> held = lease_now(*p, io);
         ASSERT_TRUE(held);
-        p->async_acquire([keep = std::move(handler_alive)](error_code, lease<int>) {});  // queued
+        p->async_acquire(handler.take());  // queued
         settle(io);
         held.release();
         p.reset();
     }  // io_context destroyed, its pending handlers with it
-    EXPECT_TRUE(handler_probe.expired()) << "the queued acquire's handler was never destroyed";
+    EXPECT_FALSE(handler.invoked);
+    EXPECT_TRUE(handler.destroyed()) << "the queued acquire's handler was never destroyed";
     EXPECT_TRUE(state.expired()) << "the pool's state outlived its io_context (a reference cycle)";
 }
 
@@ -107,20 +119,18 @@ TEST(adapter_lifetime, queued_acquire_does_not_outlive_a_destroyed_io_context) {
 // handler unrun, and nothing is left to keep the state alive.
 TEST(adapter_lifetime, an_acquire_still_in_the_mailbox_does_not_outlive_a_destroyed_io_context) {
     std::weak_ptr<const void> state;
-    auto handler_alive = std::make_shared<int>(0);
-    std::weak_ptr<int> handler_probe = handler_alive;
-    bool invoked = false;
+    watched_handler handler;
     {
         boost::asio::io_context io;
         auto p = make_int_pool(io);
         state = p->lifetime();
         settle(io);
-        p->async_acquire([&invoked, keep = std::move(handler_alive)](error_code, lease<int>) { invoked = true; });
-        ASSERT_FALSE(handler_probe.expired());  // in the mailbox, its drain posted
+        p->async_acquire(handler.take());
+        ASSERT_FALSE(handler.destroyed());  // in the mailbox, its drain posted
         p.reset();
     }  // io_context destroyed without running again
-    EXPECT_FALSE(invoked);
-    EXPECT_TRUE(handler_probe.expired()) << "the acquire in the mailbox was never destroyed";
+    EXPECT_FALSE(handler.invoked);
+    EXPECT_TRUE(handler.destroyed()) << "the acquire in the mailbox was never destroyed";
     EXPECT_TRUE(state.expired()) << "the pool's state outlived its io_context (a reference cycle)";
 }
 
@@ -178,9 +188,7 @@ TEST(adapter_lifetime, nothing_of_the_pool_is_held_after_a_foreign_handler_has_i
 // back, or the pool can never close and its state is never freed.
 TEST(adapter_lifetime, a_grant_destroyed_undelivered_frees_its_handler_and_returns_its_slot) {
     std::weak_ptr<const void> state;
-    auto handler_alive = std::make_shared<int>(0);
-    std::weak_ptr<int> handler_probe = handler_alive;
-    bool invoked = false;
+    watched_handler handler;
     {
         boost::asio::io_context io;
         auto p = make_int_pool(io);
@@ -188,13 +196,12 @@ TEST(adapter_lifetime, a_grant_destroyed_undelivered_frees_its_handler_and_retur
         settle(io);
         {
             boost::asio::io_context other;  // never run
-            p->async_acquire(boost::asio::bind_executor(
-                other, [&invoked, keep = std::move(handler_alive)](error_code, lease<int>) { invoked = true; }));
+            p->async_acquire(boost::asio::bind_executor(other, handler.take()));
             settle(io);  // granted: the delivery waits in `other`
             EXPECT_EQ(p->stats().slots[static_cast<int>(core::slot_state::leased)], 1u);
         }  // `other` destroyed with the delivery in it
-        EXPECT_FALSE(invoked);
-        EXPECT_TRUE(handler_probe.expired()) << "the undelivered handler was never destroyed";
+        EXPECT_FALSE(handler.invoked);
+        EXPECT_TRUE(handler.destroyed()) << "the undelivered handler was never destroyed";
         settle(io);
         EXPECT_EQ(p->stats().slots[static_cast<int>(core::slot_state::leased)], 0u)
             << "the slot granted to the undelivered operation never came back";
