@@ -20,7 +20,9 @@
 #include <gtest/gtest.h>
 
 #include <boost/asio/bind_allocator.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/bind_executor.hpp>
+#include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
@@ -786,12 +788,13 @@ TEST(adapter_allocation_failure, make_handle_makes_a_handle_or_nothing_changes) 
 // --- async_close under allocation failure ---------------------------------------------
 //
 // async_close allocates its waiter (the handler's operation, the work it counts, a node
-// of the waiters' list) and, for a deadline, a timer and its wait: each allocation fails
-// in turn. Either the call throws std::bad_alloc having changed nothing (no shutdown
+// of the waiters' list) and, for a deadline, a timer and its wait, and for a handler
+// with a cancellation slot its cancellation handler: each allocation fails in turn. Either the call throws std::bad_alloc having changed nothing (no shutdown
 // requested: an open pool still grants an acquire; no handler of the call ever runs,
 // nothing left to run; a retry closes), or it succeeds and its handler runs exactly
 // once. Swept on an open pool, beside another close that waits (a lease is out), and on
-// a pool already closed; with and without a deadline. On a pool not yet closed the
+// a pool already closed; with and without a deadline, and with a deadline and a
+// cancellation slot (left with no handler when the call threw or its close completed). On a pool not yet closed the
 // call's last allocation is the post of the drain that feeds the shutdown (nothing may
 // throw after it asked for the shutdown): fatal by design, pinned by a death test.
 
@@ -820,6 +823,7 @@ void run_until(boost::asio::io_context& io, Done done) {
 
 struct close_context {
     close_call earlier, swept, retry;  // first: they outlive the io_context, which may hold their handlers
+    boost::asio::cancellation_signal swept_signal;  // the swept call's, when it has a slot
     boost::asio::io_context io{1};
     std::optional<int_pool> pool;
     int_pool::lease_type held;  // another_close_waits: keeps the pool from closing
@@ -847,10 +851,19 @@ std::unique_ptr<close_context> close_start(before_close before) {
     return c;
 }
 
-// The close under test: with a deadline (an hour away), or none.
-void close_now(close_context& c, close_call& call, bool with_deadline) {
-    if (with_deadline) c.pool->async_close(std::chrono::steady_clock::now() + std::chrono::hours(1), call.handler());
-    else c.pool->async_close(call.handler());
+// How the close under test is made: no deadline; a deadline (an hour away); a deadline
+// and a cancellation slot.
+enum class close_kind { no_deadline, deadline, deadline_and_slot };
+
+void close_now(close_context& c, close_call& call, close_kind kind) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::hours(1);
+    switch (kind) {
+        case close_kind::no_deadline: return c.pool->async_close(call.handler());
+        case close_kind::deadline: return c.pool->async_close(deadline, call.handler());
+        case close_kind::deadline_and_slot:
+            return c.pool->async_close(deadline,
+                                       boost::asio::bind_cancellation_slot(c.swept_signal.slot(), call.handler()));
+    }
 }
 
 // Lets the pool close (the lease held back, if any) and runs until `call` completed.
@@ -861,14 +874,14 @@ void close_completes(close_context& c, const close_call& call) {
 }
 
 // Returns the allocation points swept (the shutdown drain's post, if any, not counted).
-std::uint64_t sweep_close(before_close before, bool with_deadline) {
+std::uint64_t sweep_close(before_close before, close_kind kind) {
     // Its allocations, with none failing: the same in two runs; whether it posted a drain.
     std::uint64_t total = 0;
     bool posts_drain = false;
     for (int run = 0; run < 2; ++run) {
         auto c = close_start(before);
         const std::uint64_t drains = c->pool->drains_posted();
-        const attempt a = with_failing_allocation(no_failure, [&] { close_now(*c, c->swept, with_deadline); });
+        const attempt a = with_failing_allocation(no_failure, [&] { close_now(*c, c->swept, kind); });
         EXPECT_FALSE(a.threw);
         EXPECT_FALSE(a.injected);
         if (run == 1) {
@@ -879,6 +892,7 @@ std::uint64_t sweep_close(before_close before, bool with_deadline) {
         posts_drain = c->pool->drains_posted() - drains == 1;
         close_completes(*c, c->swept);
         EXPECT_EQ(c->swept.completions, 1);
+        EXPECT_FALSE(c->swept_signal.slot().has_handler()) << "a completed close left its cancellation handler";
         EXPECT_FALSE(c->swept.ec);
         EXPECT_TRUE(c->swept.report.closed);
         EXPECT_EQ(c->earlier.completions, before == before_close::another_close_waits ? 1 : 0);
@@ -893,19 +907,20 @@ std::uint64_t sweep_close(before_close before, bool with_deadline) {
     if (posts_drain) {
         const auto fail_the_last = [&] {
             auto c = close_start(before);
-            (void)with_failing_allocation(total - 1, [&] { close_now(*c, c->swept, with_deadline); });
+            (void)with_failing_allocation(total - 1, [&] { close_now(*c, c->swept, kind); });
         };
         EXPECT_DEATH(fail_the_last(), "a drain could be posted to the pool's executor");
     }
 
     for (std::uint64_t n = 0; n < swept; ++n) {
         auto c = close_start(before);
-        const attempt a = with_failing_allocation(n, [&] { close_now(*c, c->swept, with_deadline); });
+        const attempt a = with_failing_allocation(n, [&] { close_now(*c, c->swept, kind); });
         EXPECT_TRUE(a.threw) << "allocation " << n << " of " << total;
         EXPECT_TRUE(a.injected) << "allocation " << n << " of " << total;
         // Nothing changed: nothing to run (no drain posted, no timer fired), the other
         // close still waiting, an open pool still serving.
         EXPECT_EQ(c->swept.completions, 0) << "allocation " << n << " of " << total;
+        EXPECT_FALSE(c->swept_signal.slot().has_handler()) << "allocation " << n << " of " << total;
         c->io.restart();
         EXPECT_EQ(c->io.poll(), 0u) << "allocation " << n << " of " << total;
         EXPECT_EQ(c->earlier.completions, 0) << "allocation " << n << " of " << total;
@@ -913,7 +928,7 @@ std::uint64_t sweep_close(before_close before, bool with_deadline) {
             EXPECT_TRUE(serves(c->io, *c->pool)) << "allocation " << n << " of " << total << ": the pool was shut";
         }
         // A retry closes, its handler once; the failed call's never.
-        close_now(*c, c->retry, with_deadline);
+        close_now(*c, c->retry, kind == close_kind::no_deadline ? kind : close_kind::deadline);
         close_completes(*c, c->retry);
         EXPECT_EQ(c->retry.completions, 1) << "allocation " << n << " of " << total;
         EXPECT_TRUE(c->retry.report.closed) << "allocation " << n << " of " << total;
@@ -924,10 +939,13 @@ std::uint64_t sweep_close(before_close before, bool with_deadline) {
 }
 
 void report_close_sweep(const char* what, before_close before) {
-    for (const bool with_deadline : {false, true}) {
-        const std::uint64_t swept = sweep_close(before, with_deadline);
+    for (const close_kind kind : {close_kind::no_deadline, close_kind::deadline, close_kind::deadline_and_slot}) {
+        const std::uint64_t swept = sweep_close(before, kind);
         std::printf("async_close %s, %s: %llu allocation points swept\n", what,
-                    with_deadline ? "with a deadline" : "no deadline", static_cast<unsigned long long>(swept));
+                    kind == close_kind::no_deadline ? "no deadline"
+                    : kind == close_kind::deadline  ? "with a deadline"
+                                                    : "with a deadline and a cancellation slot",
+                    static_cast<unsigned long long>(swept));
         EXPECT_GT(swept, 0u);
     }
 }

@@ -4,7 +4,8 @@
 // a millisecond, a reading at least once a millisecond, a counter behind the last
 // reading, a reading with its counter reads too far apart, a rate no counter has), then
 // a property: a counter at a random rate, read at random gaps, is never more than a
-// nanosecond from the clock's true time, and the clock is read once a millisecond.
+// nanosecond from the clock's true time, and the clock is read once a millisecond. Last,
+// saturating_after (saturating_time.hpp): deadlines for a Clock of any tick.
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
 
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "fairpool/asio/detail/drain_clock.hpp"
+#include "fairpool/asio/detail/saturating_time.hpp"
 #include "manual_clock.hpp"
 
 namespace fairpool::testing {
@@ -187,6 +189,56 @@ TEST(DrainClock, SteadyClockReadsFollowTheSteadyClock) {
     }
     const std::uint64_t before = since_epoch();
     EXPECT_GE(c.fresh(), before);
+}
+
+template <class Period>
+using time_point_of = std::chrono::time_point<manual_clock, std::chrono::duration<std::int64_t, Period>>;
+
+// Ticks of nanoseconds: the sum, exactly, up to the last time point.
+TEST(saturating_after, nanoseconds_add_exactly_and_stop_at_the_last_time_point) {
+    using tp = time_point_of<std::nano>;
+    using std::chrono::nanoseconds;
+    const tp from(nanoseconds(1000));
+    EXPECT_EQ(detail::saturating_after(from, nanoseconds(5)), tp(nanoseconds(1005)));
+    EXPECT_EQ(detail::saturating_after(from, nanoseconds(0)), from);
+    EXPECT_EQ(detail::saturating_after(from, nanoseconds(-7)), from);
+    EXPECT_EQ(detail::saturating_after(from, tp::max() - from - nanoseconds(1)), tp::max() - nanoseconds(1));
+    EXPECT_EQ(detail::saturating_after(from, tp::max() - from), tp::max());
+    EXPECT_EQ(detail::saturating_after(from, nanoseconds::max()), tp::max());
+}
+
+// Coarser ticks: rounded up to the next tick; nanoseconds::max() is far inside a
+// millisecond clock's range; from before the epoch, the whole range is room.
+TEST(saturating_after, milliseconds_round_up_and_hold_every_nanosecond_span) {
+    using tp = time_point_of<std::milli>;
+    using std::chrono::milliseconds, std::chrono::nanoseconds;
+    const tp from(milliseconds(1'000'000'000));
+    EXPECT_EQ(detail::saturating_after(from, nanoseconds(1)), from + milliseconds(1));
+    EXPECT_EQ(detail::saturating_after(from, nanoseconds(1'000'000)), from + milliseconds(1));
+    EXPECT_EQ(detail::saturating_after(from, nanoseconds(1'000'001)), from + milliseconds(2));
+    EXPECT_EQ(detail::saturating_after(from, nanoseconds::max()), from + milliseconds(9'223'372'036'855));
+    EXPECT_EQ(detail::saturating_after(tp::max() - milliseconds(1), nanoseconds(999'999)), tp::max());
+    EXPECT_EQ(detail::saturating_after(tp::max() - milliseconds(2), nanoseconds(1'000'000)),
+              tp::max() - milliseconds(1));
+    const tp before_epoch(milliseconds(-5));
+    EXPECT_EQ(detail::saturating_after(before_epoch, nanoseconds::max()),
+              before_epoch + milliseconds(9'223'372'036'855));
+}
+
+// Finer ticks (picoseconds): a span past the clock's range saturates instead of
+// overflowing in its conversion to ticks.
+TEST(saturating_after, picoseconds_saturate_before_their_conversion_overflows) {
+    using tp = time_point_of<std::pico>;
+    using picoseconds = tp::duration;
+    using std::chrono::nanoseconds;
+    const tp from(picoseconds(0));
+    EXPECT_EQ(detail::saturating_after(from, nanoseconds(1)), tp(picoseconds(1000)));
+    EXPECT_EQ(detail::saturating_after(from, nanoseconds(1'000'000'000'000'000)),
+              tp(picoseconds(1'000'000'000'000'000'000)));
+    EXPECT_EQ(detail::saturating_after(from, nanoseconds::max()), tp::max());
+    EXPECT_EQ(detail::saturating_after(from, nanoseconds(9'223'372'036'854'776)), tp::max());
+    EXPECT_EQ(detail::saturating_after(from, nanoseconds(9'223'372'036'854'775)),
+              tp(picoseconds(9'223'372'036'854'775'000)));
 }
 
 }  // namespace

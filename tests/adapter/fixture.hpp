@@ -151,6 +151,16 @@ protected:
         return pool;
     }
 
+    // A pool of `max_slots` (one made at start) with one lease out, held in `holder`: a
+    // close then waits for it.
+    std::unique_ptr<test_pool> pool_with_a_lease_out(outcome& holder, std::uint64_t max_slots) {
+        auto pool = make_pool(options(max_slots, 1));
+        settle();
+        pool->async_acquire(record(holder));
+        settle();
+        return pool;
+    }
+
     // Runs every handler that is ready, and those they make ready, without waiting:
     // queued acquires keep work outstanding, so io.run() would not return. Returns how
     // many ran.
@@ -210,9 +220,10 @@ protected:
     }
 
     // Moves the manual clock forward, then runs everything that is due by then.
-    void advance(manual_clock::duration d) {
-        manual_clock::advance(d);
-        run_due();
+    template <class Clock = manual_clock>
+    void advance(typename Clock::duration d) {
+        Clock::advance(d);
+        run_due<Clock>();
     }
 
     // Runs until every timer the manual clock has reached has fired and nothing is left
@@ -221,10 +232,11 @@ protected:
     // has every pool timer that was due, and settle() runs what they made ready. That
     // may arm a timer that is due already (a close deadline in the past, say), so the
     // rounds go on until one runs nothing but the probe.
+    template <class Clock = manual_clock>
     void run_due() {
         for (int round = 0; round < 1000; ++round) {
             bool fired = false;
-            manual_timer probe(io, manual_clock::now());
+            boost::asio::basic_waitable_timer<Clock, basic_manual_wait_traits<Clock>> probe(io, Clock::now());
             probe.async_wait([&fired](boost::system::error_code) { fired = true; });
             std::size_t ran = 0;
             while (!fired) {

@@ -16,14 +16,18 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <ratio>
 
 namespace fairpool::testing {
 
-struct manual_clock {
+// Ticks of Period: nanoseconds (manual_clock) like the scheduler's, or coarser
+// (manual_ms_clock), for the adapter's conversions between the two.
+template <class Period>
+struct basic_manual_clock {
     using rep = std::int64_t;
-    using period = std::nano;
+    using period = Period;
     using duration = std::chrono::duration<rep, period>;
-    using time_point = std::chrono::time_point<manual_clock>;
+    using time_point = std::chrono::time_point<basic_manual_clock>;
     static constexpr bool is_steady = true;  // it never goes back
 
     [[nodiscard]] static time_point now() noexcept { return time_point(duration(ticks().load(std::memory_order_acquire))); }
@@ -40,17 +44,23 @@ private:
     }
 };
 
-struct manual_wait_traits {
+template <class Clock>
+struct basic_manual_wait_traits {
     // The longest real time the reactor waits before it reads the manual clock again.
     static constexpr std::chrono::milliseconds poll_interval{1};
 
-    static manual_clock::duration to_wait_duration(const manual_clock::duration& d) noexcept {
-        if (d <= manual_clock::duration::zero()) return manual_clock::duration::zero();
-        return d < poll_interval ? d : manual_clock::duration(poll_interval);
+    static typename Clock::duration to_wait_duration(const typename Clock::duration& d) noexcept {
+        if (d <= Clock::duration::zero()) return Clock::duration::zero();
+        return d < poll_interval ? d : typename Clock::duration(poll_interval);
     }
-    static manual_clock::duration to_wait_duration(const manual_clock::time_point& t) noexcept {
-        return to_wait_duration(t - manual_clock::now());
+    static typename Clock::duration to_wait_duration(const typename Clock::time_point& t) noexcept {
+        return to_wait_duration(t - Clock::now());
     }
 };
+
+using manual_clock = basic_manual_clock<std::nano>;
+using manual_wait_traits = basic_manual_wait_traits<manual_clock>;
+using manual_ms_clock = basic_manual_clock<std::milli>;
+using manual_ms_wait_traits = basic_manual_wait_traits<manual_ms_clock>;
 
 }  // namespace fairpool::testing

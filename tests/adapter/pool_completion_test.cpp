@@ -558,6 +558,60 @@ TEST_F(adapter, the_steady_clock_pool_honours_deadlines_already_past) {
     EXPECT_EQ(log_->destroyed, 1);
 }
 
+// A Clock coarser than the scheduler's nanoseconds (milliseconds here): an acquire's
+// and a close's deadlines are its time points, rounded up to its tick, and expire on
+// it. (Converting such a Clock's whole range into nanoseconds overflows: the deadlines
+// then lay past every time point, and neither ever expired.)
+TEST_F(adapter, a_clock_of_milliseconds_times_out_acquires_and_closes) {
+    using ms_pool = pool<resource, manual_ms_clock, manual_ms_wait_traits>;
+    const auto ms_advance = [this](int ms) { advance<manual_ms_clock>(std::chrono::milliseconds(ms)); };
+    auto log = log_;
+    ms_pool pool(io.get_executor(), options(1, 1),
+                 [log]() -> boost::asio::awaitable<resource> { co_return resource(++log->created, log); });
+    settle();
+    ms_pool::lease_type held;
+    pool.async_acquire([&held](error_code ec, ms_pool::lease_type l) {
+        EXPECT_FALSE(ec);
+        held = std::move(l);
+    });
+    settle();
+    ASSERT_TRUE(held);
+
+    int acquires = 0;
+    error_code acquire_ec;
+    pool.async_acquire(std::chrono::milliseconds(5), [&](error_code ec, ms_pool::lease_type) {
+        ++acquires;
+        acquire_ec = ec;
+    });
+    settle();
+    ms_advance(4);
+    EXPECT_EQ(acquires, 0) << "timed out a millisecond before its deadline";
+    ms_advance(1);
+    EXPECT_EQ(acquires, 1);
+    EXPECT_EQ(acquire_ec, make_error_code(error::timeout));
+
+    close_outcome c;
+    pool.async_close(std::chrono::microseconds(19'001), [&c](error_code ec, close_report r) {  // rounds up to 20 ms
+        ++c.completions;
+        c.ec = ec;
+        c.report = r;
+    });
+    settle();
+    ms_advance(19);
+    EXPECT_EQ(c.completions, 0) << "timed out a millisecond before its deadline";
+    ms_advance(1);
+    EXPECT_EQ(c.completions, 1);
+    EXPECT_EQ(c.ec, make_error_code(error::timed_out));
+    expect_report(c.report, {.leases_out = 1});
+
+    held.release();
+    bool closed = false;
+    pool.async_close([&closed](error_code ec, close_report r) { closed = !ec && r.closed; });
+    settle();
+    EXPECT_TRUE(closed);
+    EXPECT_EQ(c.completions, 1);
+}
+
 TEST_F(adapter, errors_have_a_category_and_messages) {
     EXPECT_STREQ(make_error_code(error::saturated).category().name(), "fairpool");
     EXPECT_EQ(make_error_code(error::cancelled), boost::system::errc::operation_canceled);

@@ -1,10 +1,16 @@
 // The Boost.Asio adapter's closing and resources, on a real io_context and the test's
-// manual clock: close and close deadlines, shutdown when every object goes, dirty
+// manual clock: close, close deadlines and cancelled closes, shutdown when every object goes, dirty
 // resources, factory failures and their backoff, create timeout, retire grace, close
 // functions that hang or throw, leak reports. No test sleeps or reads the time.
+#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/bind_executor.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <array>
 
 #include "fixture.hpp"
 
@@ -120,11 +126,8 @@ TEST_F(adapter, a_close_after_the_pool_closed_keeps_its_handler_context_running_
 }
 
 TEST_F(adapter, close_with_a_deadline_while_a_lease_is_out_times_out_then_closes) {
-    auto pool = make_pool(options(2, 1));
-    settle();
     outcome holder;
-    pool->async_acquire(record(holder));
-    settle();
+    auto pool = pool_with_a_lease_out(holder, 2);
     int completions = 0;
     error_code first;
     close_report report;
@@ -156,6 +159,80 @@ TEST_F(adapter, close_with_a_deadline_while_a_lease_is_out_times_out_then_closes
 
 // Two closes waiting with different deadlines: each times out at its own, the later
 // one asked for first, and neither completes twice when the pool closes.
+// A waiting close is cancelled per operation, terminal or partial: it completes once,
+// with operation_aborted and what is still out, and the pool goes on closing (a later
+// close completes when it closed). A total cancellation is not honoured (the close
+// has already asked for the shutdown, a side effect): that close waits on and
+// completes with the pool. A cancellation after a close completed reaches nothing.
+TEST_F(adapter, a_waiting_close_cancelled_terminal_or_partial_completes_aborted_and_the_pool_still_closes) {
+    outcome holder;
+    auto pool = pool_with_a_lease_out(holder, 2);
+    std::array<boost::asio::cancellation_signal, 3> signals;
+    std::array<close_outcome, 3> closes;
+    for (std::size_t i = 0; i < closes.size(); ++i)
+        pool->async_close(manual_clock::now() + 1h,
+                          boost::asio::bind_cancellation_slot(signals[i].slot(), [&c = closes[i]](error_code ec, close_report r) {
+                              ++c.completions;
+                              c.ec = ec;
+                              c.report = r;
+                          }));
+    settle();
+    signals[0].emit(boost::asio::cancellation_type::terminal);
+    signals[1].emit(boost::asio::cancellation_type::partial);
+    signals[2].emit(boost::asio::cancellation_type::total);
+    settle();
+    for (std::size_t i = 0; i < 2; ++i) {
+        EXPECT_EQ(closes[i].completions, 1) << i;
+        EXPECT_EQ(closes[i].ec, boost::asio::error::operation_aborted) << i;
+        expect_report(closes[i].report, {.leases_out = 1});
+    }
+    EXPECT_EQ(closes[2].completions, 0) << "a total cancellation was honoured after the close asked for the shutdown";
+    signals[0].emit(boost::asio::cancellation_type::terminal);  // completed: reaches nothing
+    settle();
+    EXPECT_EQ(closes[0].completions, 1);
+
+    bool closed = false;
+    pool->async_close([&closed](error_code ec, close_report r) { closed = !ec && r.closed; });
+    holder.lease.release();
+    settle();
+    EXPECT_TRUE(closed) << "the cancelled closes stopped the pool's closing";
+    EXPECT_EQ(closes[2].completions, 1);
+    EXPECT_FALSE(closes[2].ec);
+    EXPECT_TRUE(closes[2].report.closed);
+    signals[2].emit(boost::asio::cancellation_type::terminal);  // completed with the pool: reaches nothing
+    advance(2h);
+    for (const close_outcome& c : closes) EXPECT_EQ(c.completions, 1);
+    EXPECT_EQ(closes[0].ec, boost::asio::error::operation_aborted);
+}
+
+// The way a coroutine gives up waiting for a close: the close against a timer, with
+// awaitable operators; the timer wins, the close is cancelled and completes, and the
+// coroutine goes on. (Before closes could be cancelled, it waited for the pool.)
+TEST_F(adapter, a_coroutine_stops_waiting_for_a_close_when_its_own_timer_wins) {
+    outcome holder;
+    auto pool = pool_with_a_lease_out(holder, 1);
+    bool gave_up = false;
+    boost::asio::co_spawn(
+        io,
+        [&]() -> boost::asio::awaitable<void> {
+            using namespace boost::asio::experimental::awaitable_operators;
+            manual_timer patience(co_await boost::asio::this_coro::executor, manual_clock::now() + 5ms);
+            const auto winner = co_await (pool->async_close(boost::asio::as_tuple(boost::asio::use_awaitable)) ||
+                                          patience.async_wait(boost::asio::as_tuple(boost::asio::use_awaitable)));
+            gave_up = winner.index() == 1;
+        },
+        boost::asio::detached);
+    settle();
+    advance(5ms);
+    EXPECT_TRUE(gave_up) << "the coroutine still waits for a close it stopped caring about";
+    EXPECT_EQ(pool->stats().slots[static_cast<int>(core::slot_state::leased)], 1u);
+    holder.lease.release();
+    bool closed = false;
+    pool->async_close([&closed](error_code ec, close_report r) { closed = !ec && r.closed; });
+    settle();
+    EXPECT_TRUE(closed);
+}
+
 TEST_F(adapter, two_waiting_closes_time_out_each_at_its_own_deadline) {
     outcome holder;
     auto pool = one_slot_held(holder);

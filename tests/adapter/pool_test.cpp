@@ -72,11 +72,8 @@ TEST_F(adapter, fifo_ordering_under_saturation) {
 }
 
 TEST_F(adapter, round_robin_across_several_handles) {
-    auto pool = make_pool(options(1, 1));
-    settle();
     outcome blocker;
-    pool->async_acquire(record(blocker));
-    settle();
+    auto pool = pool_with_a_lease_out(blocker, 1);
     auto a = pool->make_handle(), b = pool->make_handle(), c = pool->make_handle();
     turn_recorder turns;
     for (int i = 0; i < 3; ++i) a.async_acquire(turns.take('a'));
@@ -90,11 +87,8 @@ TEST_F(adapter, round_robin_across_several_handles) {
 // rotation moves on (docs/CONTRACT.md section 5, "Who is granted next"). Every acquire
 // carries its handle's weight to the scheduler; without it the turns would alternate.
 TEST_F(adapter, a_handles_weight_is_its_turn_in_round_robin) {
-    auto pool = make_pool(options(1, 1));
-    settle();
     outcome blocker;
-    pool->async_acquire(record(blocker));
-    settle();
+    auto pool = pool_with_a_lease_out(blocker, 1);
     auto heavy = pool->make_handle(2), light = pool->make_handle(1);
     turn_recorder turns;
     for (int i = 0; i < 4; ++i) heavy.async_acquire(turns.take('h'));

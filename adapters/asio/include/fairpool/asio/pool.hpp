@@ -33,6 +33,7 @@
 
 #include "fairpool/asio/close_report.hpp"
 #include "fairpool/asio/detail/pool_state.hpp"
+#include "fairpool/asio/detail/saturating_time.hpp"
 #include "fairpool/asio/error.hpp"
 #include "fairpool/asio/fwd.hpp"
 #include "fairpool/asio/handle_observer.hpp"
@@ -231,12 +232,9 @@ private:
     [[nodiscard]] state_type* state() const noexcept { return owner_->state.get(); }
 
     // Clock::now() + timeout, saturating at the Clock's last time point (a negative
-    // timeout is now).
+    // timeout is now; a Clock coarser than nanoseconds rounds up to its next tick).
     static time_point deadline_after(std::chrono::nanoseconds timeout) {
-        const time_point now = Clock::now();
-        const auto room = std::chrono::duration_cast<std::chrono::nanoseconds>(time_point::max() - now);
-        if (timeout >= room) return time_point::max();
-        return now + std::chrono::duration_cast<typename Clock::duration>(std::max(timeout, std::chrono::nanoseconds{0}));
+        return detail::saturating_after(Clock::now(), timeout);
     }
 
     // Handle 0: a fresh handle, whose id start_acquire takes once nothing can throw.

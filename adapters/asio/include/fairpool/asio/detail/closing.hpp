@@ -23,6 +23,13 @@
 // of Asio's operations, a handler bound to an executor other than the pool's
 // io_context's is handed over by that executor, which may allocate).
 //
+// A waiting close can be cancelled (per-operation cancellation, terminal or partial;
+// total is not honoured: the close has asked for the shutdown, a side effect): its
+// cancellation handler, run where the caller emits, marks the waiter and cancels its
+// timer, under the mutex; the wait then completes and the close completes with
+// operation_aborted, while the pool goes on closing. The handler is cleared on the
+// handler's own executor, just before the upcall, where Asio has cancellation emitted.
+//
 // (Why not post the completion when the deadline fires, or when the pool closes, as an
 // earlier version did: that post allocates, and if it throws there is no caller to give
 // the close back to. From a deadline's handler the exception escaped io_context::run()
@@ -38,9 +45,14 @@
 // the last reference), and still knows it must complete with success.
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/append.hpp>
+#include <boost/asio/associated_allocator.hpp>
+#include <boost/asio/associated_cancellation_slot.hpp>
 #include <boost/asio/associated_executor.hpp>
 #include <boost/asio/basic_waitable_timer.hpp>
+#include <boost/asio/bind_allocator.hpp>
+#include <boost/asio/cancellation_type.hpp>
 #include <boost/asio/dispatch.hpp>
+#include <boost/asio/error.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/post.hpp>
 #include <cstdint>
@@ -77,10 +89,11 @@ public:
     // false if the pool had already closed (its completion posted at once).
     //
     // Everything that can throw comes first: the work the waiter counts, its handler's
-    // operation, its node of a list of its own, its timer, and last the timer's wait
-    // (the completion's storage). If one throws (std::bad_alloc), nothing is queued, no
-    // wait is left pending and the handler never runs (it goes with the wait). Only
-    // then is the waiter queued, by a splice, which cannot throw: a waiter queued
+    // operation, its node of a list of its own, its timer, its cancellation handler (if
+    // its handler has a cancellation slot) and last the timer's wait (the completion's
+    // storage). If one throws (std::bad_alloc), nothing is queued, no wait is left
+    // pending, the slot is cleared and the handler never runs (it goes with the wait).
+    // Only then is the waiter queued, by a splice, which cannot throw: a waiter queued
     // completes exactly once, through its wait. The wait is started under the mutex,
     // before the splice, so a deadline that comes at once finds the waiter. On a pool
     // already closed, the completion's post is what may throw (the handler then goes
@@ -89,6 +102,7 @@ public:
     [[nodiscard]] bool add(Handler&& handler, std::optional<time_point> deadline) {
         using handler_type = std::decay_t<Handler>;
         auto handler_executor = boost::asio::get_associated_executor(handler, executor_);
+        auto slot = boost::asio::get_associated_cancellation_slot(handler);
         using work_type = outstanding_work<decltype(handler_executor)>;
         std::shared_ptr<void> work = std::make_shared<work_type>(executor_, handler_executor);
         std::list<waiter> made;
@@ -102,7 +116,13 @@ public:
             return false;
         }
         const std::uint64_t id = shared_->last_id + 1;
-        w.timer->async_wait(completion<handler_type>{shared_, id, std::forward<Handler>(handler), std::move(work)});
+        if (slot.is_connected()) slot.template emplace<cancellation>(shared_, id);
+        try {
+            w.timer->async_wait(completion<handler_type>{shared_, id, std::forward<Handler>(handler), std::move(work)});
+        } catch (...) {
+            if (slot.is_connected()) slot.clear();
+            throw;
+        }
         w.id = shared_->last_id = id;
         shared_->waiters.splice(shared_->waiters.end(), made);
         return true;
@@ -139,6 +159,7 @@ private:
     struct waiter {
         std::uint64_t id;
         std::unique_ptr<timer_type> timer;  // its wait holds the close's handler
+        bool cancelled = false;             // its wait completes with operation_aborted
     };
 
     struct shared_part {
@@ -163,14 +184,38 @@ private:
         return report;
     }
 
+    // A waiting close's cancellation handler, in its handler's cancellation slot: run
+    // where the caller emits. Terminal or partial: if the waiter is still queued, it is
+    // marked and its timer cancelled (its wait completes at once, operation_aborted);
+    // under the mutex, where no other thread touches a queued waiter's timer. Once the
+    // close completed, or the pool closed, it finds no waiter and does nothing.
+    struct cancellation {
+        cancellation(std::shared_ptr<shared_part> s, std::uint64_t i) noexcept : shared(std::move(s)), id(i) {}
+        std::shared_ptr<shared_part> shared;
+        std::uint64_t id;
+
+        void operator()(boost::asio::cancellation_type type) {
+            using boost::asio::cancellation_type;
+            if ((type & (cancellation_type::terminal | cancellation_type::partial)) == cancellation_type::none) return;
+            std::lock_guard lock(shared->mutex);
+            for (waiter& w : shared->waiters) {
+                if (w.id != id) continue;
+                w.cancelled = true;
+                w.timer->cancel();
+                return;
+            }
+        }
+    };
+
     // A waiter's wait: run on the pool's executor when its deadline came (success) or
-    // its timer was destroyed (operation_aborted: the pool closed, or the closing is
-    // gone). Which completion it makes is decided under the mutex, whatever woke it:
-    // success once the pool has closed, else error::timed_out (its deadline came first).
-    // Still queued, it takes its waiter out (its timer goes: this wait's operation has
-    // already left it). No longer queued and the pool not closed: the closing went
-    // without the pool closing, which only a context shutting down does (its waits are
-    // then destroyed, not run): nothing to complete.
+    // its timer was cancelled or destroyed (operation_aborted: the close was cancelled,
+    // the pool closed, or the closing is gone). Which completion it makes is decided
+    // under the mutex, whatever woke it: success once the pool has closed, else
+    // operation_aborted if the close was cancelled, else error::timed_out (its deadline
+    // came first). Still queued, it takes its waiter out (its timer goes: this wait's
+    // operation has already left it). No longer queued and the pool not closed: the
+    // closing went without the pool closing, which only a context shutting down does
+    // (its waits are then destroyed, not run): nothing to complete.
     template <class Handler>
     struct completion {
         std::shared_ptr<shared_part> shared;
@@ -191,14 +236,22 @@ private:
                 if (shared->closed) {
                     report = shared->closed_report;
                 } else if (!done.empty()) {
-                    ec = make_error_code(error::timed_out);
+                    ec = done.front().cancelled ? boost::system::error_code(boost::asio::error::operation_aborted)
+                                                : make_error_code(error::timed_out);
                     report = report_of(shared->stats->read(), false);
                 } else {
                     return;
                 }
             }
-            // On the pool's executor, out of any caller: onto the handler's own.
-            boost::asio::dispatch(boost::asio::append(std::move(handler), ec, report));
+            // On the pool's executor, out of any caller: onto the handler's own, where its
+            // cancellation slot is cleared before the upcall.
+            const auto executor = boost::asio::get_associated_executor(handler);
+            const auto allocator = boost::asio::get_associated_allocator(handler);
+            boost::asio::dispatch(executor, boost::asio::bind_allocator(allocator, [h = std::move(handler), ec,
+                                                                                    report]() mutable {
+                boost::asio::get_associated_cancellation_slot(h).clear();
+                std::move(h)(ec, report);
+            }));
             work.reset();  // the handler is on its executor now (dispatch posted it, or ran it)
         }
     };

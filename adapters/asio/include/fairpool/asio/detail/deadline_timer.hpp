@@ -11,6 +11,7 @@
 #include <optional>
 #include <utility>
 
+#include "fairpool/asio/detail/saturating_time.hpp"
 #include "fairpool/core/scheduler.hpp"
 
 namespace fairpool::detail {
@@ -54,12 +55,8 @@ public:
     // the sum would wrap around to a time long past, and the timer would fire at once,
     // again and again).
     [[nodiscard]] time_point time_of(core::nanos deadline) const noexcept {
-        const std::chrono::nanoseconds after(
-            static_cast<std::int64_t>(std::min<core::nanos>(deadline, std::numeric_limits<std::int64_t>::max())));
-        if (epoch_.time_since_epoch() >= Clock::duration::zero() &&
-            after >= std::chrono::duration_cast<std::chrono::nanoseconds>(time_point::max() - epoch_))
-            return time_point::max();
-        return epoch_ + std::chrono::ceil<typename Clock::duration>(after);
+        return saturating_after(epoch_, std::chrono::nanoseconds(static_cast<std::int64_t>(
+                                            std::min<core::nanos>(deadline, std::numeric_limits<std::int64_t>::max()))));
     }
 
     // The drain serving an expiry, at `now`: whether the armed deadline was reached
