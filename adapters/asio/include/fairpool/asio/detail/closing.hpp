@@ -21,7 +21,10 @@
 // when the pool closes: nothing is ever posted from inside the actor or a timer's
 // handler but the last hop onto the handler's own executor, which is Asio's (as for any
 // of Asio's operations, a handler bound to an executor other than the pool's
-// io_context's is handed over by that executor, which may allocate).
+// io_context's is handed over by that executor, which may allocate). All of this holds
+// for a pool on an io_context's executor; on a pool whose executor is a strand or
+// another executor, the wait's own completion passes through that executor too, which
+// may allocate (a failure there throws out of run(), as for any Asio timer on it).
 //
 // A waiting close can be cancelled (per-operation cancellation, terminal or partial;
 // total is not honoured: the close has asked for the shutdown, a side effect): its
