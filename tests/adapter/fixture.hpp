@@ -179,17 +179,21 @@ protected:
         int completions = 0;
         boost::system::error_code ec;
         close_report report;
+        // A close's handler that records here (the outcome outlives every call of it).
+        auto handler() {
+            return [this](boost::system::error_code e, close_report r) {
+                ++completions;
+                ec = e;
+                report = r;
+            };
+        }
     };
 
     // A close whose deadline, `after` from now, has come: the clock moved to it, the
     // close completed exactly once, with error::timed_out. `c` (the caller's, since the
     // handler must never run again: the caller checks later) gets its outcome.
     void close_past_its_deadline(test_pool& pool, manual_clock::duration after, close_outcome& c) {
-        pool.async_close(manual_clock::now() + after, [&c](boost::system::error_code ec, close_report r) {
-            ++c.completions;
-            c.ec = ec;
-            c.report = r;
-        });
+        pool.async_close(manual_clock::now() + after, c.handler());
         advance(after);
         EXPECT_EQ(c.completions, 1);
         EXPECT_EQ(c.ec, make_error_code(error::timed_out));

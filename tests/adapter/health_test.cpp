@@ -400,21 +400,15 @@ TEST_F(health, close_waits_for_a_check_in_flight_and_rejects_its_waiter_once) {
     outcome a;
     pool->async_acquire(record(a));
     settle();
-    int completions = 0;
-    close_report report;
-    error_code close_ec;
-    pool->async_close(manual_clock::now() + 10ms, [&](error_code ec, close_report r) {
-        ++completions;
-        close_ec = ec;
-        report = r;
-    });
+    close_outcome c;
+    pool->async_close(manual_clock::now() + 10ms, c.handler());
     settle();
     EXPECT_EQ(a.completions, 1);
     EXPECT_EQ(a.ec, make_error_code(error::closed));
     advance(10ms);
-    ASSERT_EQ(completions, 1);
-    EXPECT_EQ(close_ec, make_error_code(error::timed_out));
-    EXPECT_EQ(report.slots_checking, 1u);
+    ASSERT_EQ(c.completions, 1);
+    EXPECT_EQ(c.ec, make_error_code(error::timed_out));
+    EXPECT_EQ(c.report.slots_checking, 1u);
     EXPECT_EQ(log_->closed, 0);
     bool closed = false;
     pool->async_close([&closed](error_code ec, close_report r) { closed = !ec && r.closed; });

@@ -591,11 +591,7 @@ TEST_F(adapter, a_clock_of_milliseconds_times_out_acquires_and_closes) {
     EXPECT_EQ(acquire_ec, make_error_code(error::timeout));
 
     close_outcome c;
-    pool.async_close(std::chrono::microseconds(19'001), [&c](error_code ec, close_report r) {  // rounds up to 20 ms
-        ++c.completions;
-        c.ec = ec;
-        c.report = r;
-    });
+    pool.async_close(std::chrono::microseconds(19'001), c.handler());  // rounds up to 20 ms
     settle();
     ms_advance(19);
     EXPECT_EQ(c.completions, 0) << "timed out a millisecond before its deadline";

@@ -128,26 +128,20 @@ TEST_F(adapter, a_close_after_the_pool_closed_keeps_its_handler_context_running_
 TEST_F(adapter, close_with_a_deadline_while_a_lease_is_out_times_out_then_closes) {
     outcome holder;
     auto pool = pool_with_a_lease_out(holder, 2);
-    int completions = 0;
-    error_code first;
-    close_report report;
-    pool->async_close(manual_clock::now() + 20ms, [&](error_code ec, close_report r) {
-        ++completions;
-        first = ec;
-        report = r;
-    });
+    close_outcome c;
+    pool->async_close(manual_clock::now() + 20ms, c.handler());
     advance(20ms - 1ns);
-    EXPECT_EQ(completions, 0) << "the close deadline fired early";
+    EXPECT_EQ(c.completions, 0) << "the close deadline fired early";
     advance(1ns);
-    ASSERT_EQ(completions, 1);
-    EXPECT_EQ(first, make_error_code(error::timed_out));
-    EXPECT_FALSE(report.closed);
-    EXPECT_EQ(report.leases_out, 1u);
-    EXPECT_EQ(report.waiters_queued, 0u);
-    EXPECT_EQ(report.slots_spawning, 0u);
-    EXPECT_EQ(report.slots_retiring, 0u);
+    ASSERT_EQ(c.completions, 1);
+    EXPECT_EQ(c.ec, make_error_code(error::timed_out));
+    EXPECT_FALSE(c.report.closed);
+    EXPECT_EQ(c.report.leases_out, 1u);
+    EXPECT_EQ(c.report.waiters_queued, 0u);
+    EXPECT_EQ(c.report.slots_spawning, 0u);
+    EXPECT_EQ(c.report.slots_retiring, 0u);
     advance(1h);
-    EXPECT_EQ(completions, 1);
+    EXPECT_EQ(c.completions, 1);
     bool closed = false;
     pool->async_close([&](error_code ec, close_report r) { closed = !ec && r.closed; });  // awaited again
     settle();
@@ -170,12 +164,7 @@ TEST_F(adapter, a_waiting_close_cancelled_terminal_or_partial_completes_aborted_
     std::array<boost::asio::cancellation_signal, 3> signals;
     std::array<close_outcome, 3> closes;
     for (std::size_t i = 0; i < closes.size(); ++i)
-        pool->async_close(manual_clock::now() + 1h,
-                          boost::asio::bind_cancellation_slot(signals[i].slot(), [&c = closes[i]](error_code ec, close_report r) {
-                              ++c.completions;
-                              c.ec = ec;
-                              c.report = r;
-                          }));
+        pool->async_close(manual_clock::now() + 1h, boost::asio::bind_cancellation_slot(signals[i].slot(), closes[i].handler()));
     settle();
     signals[0].emit(boost::asio::cancellation_type::terminal);
     signals[1].emit(boost::asio::cancellation_type::partial);

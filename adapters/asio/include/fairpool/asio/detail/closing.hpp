@@ -28,9 +28,9 @@
 //
 // A waiting close can be cancelled (per-operation cancellation, terminal or partial;
 // total is not honoured: the close has asked for the shutdown, a side effect): its
-// cancellation handler, run where the caller emits, marks the waiter and cancels its
-// timer, under the mutex; the wait then completes and the close completes with
-// operation_aborted, while the pool goes on closing. The handler is cleared on the
+// cancellation handler, run where the caller emits, cancels its timer, under the
+// mutex; the wait then completes with operation_aborted, and so does the close, while
+// the pool goes on closing. The handler is cleared on the
 // handler's own executor, just before the upcall, where Asio has cancellation emitted.
 //
 // (Why not post the completion when the deadline fires, or when the pool closes, as an
@@ -47,7 +47,6 @@
 // the pool's state (and this object) is gone (the drain that closed the pool dropped
 // the last reference), and still knows it must complete with success.
 #include <boost/asio/any_io_executor.hpp>
-#include <boost/asio/append.hpp>
 #include <boost/asio/associated_allocator.hpp>
 #include <boost/asio/associated_cancellation_slot.hpp>
 #include <boost/asio/associated_executor.hpp>
@@ -162,7 +161,6 @@ private:
     struct waiter {
         std::uint64_t id;
         std::unique_ptr<timer_type> timer;  // its wait holds the close's handler
-        bool cancelled = false;             // its wait completes with operation_aborted
     };
 
     struct shared_part {
@@ -188,9 +186,9 @@ private:
     }
 
     // A waiting close's cancellation handler, in its handler's cancellation slot: run
-    // where the caller emits. Terminal or partial: if the waiter is still queued, it is
-    // marked and its timer cancelled (its wait completes at once, operation_aborted);
-    // under the mutex, where no other thread touches a queued waiter's timer. Once the
+    // where the caller emits. Terminal or partial: if the waiter is still queued, its
+    // timer is cancelled (its wait completes at once, operation_aborted); under the
+    // mutex, where no other thread touches a queued waiter's timer. Once the
     // close completed, or the pool closed, it finds no waiter and does nothing.
     struct cancellation {
         cancellation(std::shared_ptr<shared_part> s, std::uint64_t i) noexcept : shared(std::move(s)), id(i) {}
@@ -203,7 +201,6 @@ private:
             std::lock_guard lock(shared->mutex);
             for (waiter& w : shared->waiters) {
                 if (w.id != id) continue;
-                w.cancelled = true;
                 w.timer->cancel();
                 return;
             }
@@ -214,8 +211,8 @@ private:
     // its timer was cancelled or destroyed (operation_aborted: the close was cancelled,
     // the pool closed, or the closing is gone). Which completion it makes is decided
     // under the mutex, whatever woke it: success once the pool has closed, else
-    // operation_aborted if the close was cancelled, else error::timed_out (its deadline
-    // came first). Still queued, it takes its waiter out (its timer goes: this wait's
+    // operation_aborted if the close was cancelled (nothing else cancels a queued
+    // waiter's timer), else error::timed_out (its deadline came first). Still queued, it takes its waiter out (its timer goes: this wait's
     // operation has already left it). No longer queued and the pool not closed: the
     // closing went without the pool closing, which only a context shutting down does
     // (its waits are then destroyed, not run): nothing to complete.
@@ -226,7 +223,7 @@ private:
         Handler handler;
         std::shared_ptr<void> work;  // an outstanding_work, let go once the handler is on its executor
 
-        void operator()(const boost::system::error_code&) {
+        void operator()(const boost::system::error_code& woken_by) {
             boost::system::error_code ec;
             close_report report;
             std::list<waiter> done;
@@ -239,22 +236,16 @@ private:
                 if (shared->closed) {
                     report = shared->closed_report;
                 } else if (!done.empty()) {
-                    ec = done.front().cancelled ? boost::system::error_code(boost::asio::error::operation_aborted)
-                                                : make_error_code(error::timed_out);
+                    ec = woken_by == boost::asio::error::operation_aborted
+                             ? boost::system::error_code(boost::asio::error::operation_aborted)
+                             : make_error_code(error::timed_out);
                     report = report_of(shared->stats->read(), false);
                 } else {
                     return;
                 }
             }
-            // On the pool's executor, out of any caller: onto the handler's own, where its
-            // cancellation slot is cleared before the upcall.
-            const auto executor = boost::asio::get_associated_executor(handler);
-            const auto allocator = boost::asio::get_associated_allocator(handler);
-            boost::asio::dispatch(executor, boost::asio::bind_allocator(allocator, [h = std::move(handler), ec,
-                                                                                    report]() mutable {
-                boost::asio::get_associated_cancellation_slot(h).clear();
-                std::move(h)(ec, report);
-            }));
+            // On the pool's executor, out of any caller: onto the handler's own.
+            hand_over(std::move(handler), ec, report);
             work.reset();  // the handler is on its executor now (dispatch posted it, or ran it)
         }
     };
@@ -266,9 +257,23 @@ private:
     void deliver_now(Handler&& handler, close_report report, std::shared_ptr<void> work) {
         boost::asio::post(executor_, [h = std::decay_t<Handler>(std::forward<Handler>(handler)), report,
                                       work = std::move(work)]() mutable {
-            boost::asio::dispatch(boost::asio::append(std::move(h), boost::system::error_code{}, report));
+            hand_over(std::move(h), boost::system::error_code{}, report);
             work.reset();
         });
+    }
+
+    // A close's completion, from the pool's executor onto the handler's own, where its
+    // cancellation slot is cleared (Asio has cancellation emitted there) just before the
+    // upcall: run inline when that is where this runs, else handed to it.
+    template <class Handler>
+    static void hand_over(Handler handler, boost::system::error_code ec, close_report report) {
+        const auto executor = boost::asio::get_associated_executor(handler);
+        const auto allocator = boost::asio::get_associated_allocator(handler);
+        boost::asio::dispatch(executor, boost::asio::bind_allocator(allocator, [h = std::move(handler), ec,
+                                                                                report]() mutable {
+            boost::asio::get_associated_cancellation_slot(h).clear();
+            std::move(h)(ec, report);
+        }));
     }
 
     // Out of the mutex, the timers go (each completing its wait): the closing is gone
