@@ -84,8 +84,9 @@ struct watched_handler {
     std::weak_ptr<int> probe = alive;
     bool invoked = false;
     // The handler itself (once: it takes `alive` with it).
+    // Invocable as an acquire's handler or as a close's.
     auto take() {
-        return [this, keep = std::move(alive)](error_code, lease<int>) { invoked = true; };
+        return [this, keep = std::move(alive)](error_code, auto&&) { invoked = true; };
     }
     [[nodiscard]] bool destroyed() const { return probe.expired(); }
 };
@@ -388,6 +389,41 @@ TEST(adapter_lifetime, a_pool_whose_deadline_timer_is_armed_outliving_its_io_con
     held.release();
     p.reset();
     EXPECT_TRUE(state.expired()) << "the pool's state outlived everything";
+}
+
+// A close waiting for a lease when the pool's context goes (the pool object and the
+// lease outliving it): the context's shutdown abandons the pool, and each waiting
+// close's handler is destroyed unrun with its wait (a close without a deadline, one
+// with a deadline, one with a cancellation slot, which is cleared as its handler goes,
+// as an acquire's is). Releasing the lease afterwards touches nothing of the context,
+// and nothing keeps the state alive.
+TEST(adapter_lifetime, closes_waiting_when_the_io_context_goes_are_destroyed_unrun) {
+    std::weak_ptr<const void> state;
+    watched_handler unbounded;
+    watched_handler bounded;
+    watched_handler cancellable;
+    boost::asio::cancellation_signal signal;
+    auto io = std::make_unique<boost::asio::io_context>();
+    auto p = make_int_pool(*io);
+    state = p->lifetime();
+    lease<int> held = lease_now(*p, *io);
+    ASSERT_TRUE(held);
+    p->async_close(unbounded.take());
+    p->async_close(std::chrono::hours(1), bounded.take());
+    p->async_close(boost::asio::bind_cancellation_slot(signal.slot(), cancellable.take()));
+    settle(*io);
+    ASSERT_TRUE(signal.slot().has_handler());
+    ASSERT_FALSE(unbounded.destroyed() || bounded.destroyed() || cancellable.destroyed()) << "not waiting";
+    io.reset();  // the closes wait for the lease
+    for (const watched_handler* h : {&unbounded, &bounded, &cancellable}) {
+        EXPECT_FALSE(h->invoked);
+        EXPECT_TRUE(h->destroyed()) << "a waiting close's handler outlived its io_context";
+    }
+    EXPECT_FALSE(signal.slot().has_handler()) << "a close abandoned at shutdown left its cancellation handler";
+    held.release();
+    p.reset();
+    EXPECT_TRUE(state.expired()) << "the pool's state outlived everything";
+    for (const watched_handler* h : {&unbounded, &bounded, &cancellable}) EXPECT_FALSE(h->invoked);
 }
 
 // An acquire whose operation is destroyed without its handler being invoked (its

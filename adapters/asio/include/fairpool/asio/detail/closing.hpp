@@ -31,7 +31,9 @@
 // cancellation handler, run where the caller emits, cancels its timer, under the
 // mutex; the wait then completes with operation_aborted, and so does the close, while
 // the pool goes on closing. The handler is cleared on the
-// handler's own executor, just before the upcall, where Asio has cancellation emitted.
+// handler's own executor, just before the upcall, where Asio has cancellation emitted;
+// a close whose handler is destroyed unrun (its wait, or its hop onto its executor,
+// went with a context shutting down) clears it as the handler goes.
 //
 // (Why not post the completion when the deadline fires, or when the pool closes, as an
 // earlier version did: that post allocates, and if it throws there is no caller to give
@@ -94,7 +96,7 @@ public:
     // operation, its node of a list of its own, its timer, its cancellation handler (if
     // its handler has a cancellation slot) and last the timer's wait (the completion's
     // storage). If one throws (std::bad_alloc), nothing is queued, no wait is left
-    // pending, the slot is cleared and the handler never runs (it goes with the wait).
+    // pending, and the handler never runs (it goes with the wait, clearing the slot).
     // Only then is the waiter queued, by a splice, which cannot throw: a waiter queued
     // completes exactly once, through its wait. The wait is started under the mutex,
     // before the splice, so a deadline that comes at once finds the waiter. On a pool
@@ -119,12 +121,8 @@ public:
         }
         const std::uint64_t id = shared_->last_id + 1;
         if (slot.is_connected()) slot.template emplace<cancellation>(shared_, id);
-        try {
-            w.timer->async_wait(completion<handler_type>{shared_, id, std::forward<Handler>(handler), std::move(work)});
-        } catch (...) {
-            if (slot.is_connected()) slot.clear();
-            throw;
-        }
+        w.timer->async_wait(completion<handler_type>{
+            shared_, id, pending_handler<handler_type>(std::forward<Handler>(handler)), std::move(work)});
         w.id = shared_->last_id = id;
         shared_->waiters.splice(shared_->waiters.end(), made);
         return true;
@@ -156,6 +154,34 @@ private:
             : on_pool(pool), on_handler(handler) {}
         boost::asio::executor_work_guard<boost::asio::any_io_executor> on_pool;
         boost::asio::executor_work_guard<HandlerExecutor> on_handler;
+    };
+
+    // A close's handler on its way to its upcall, which clears its cancellation slot
+    // first, where Asio has cancellation emitted. Destroyed unrun, it clears the slot as
+    // it goes: no cancellation handler outlives its close.
+    template <class Handler>
+    class pending_handler {
+    public:
+        explicit pending_handler(Handler handler) : handler_(std::move(handler)) {}
+        pending_handler(pending_handler&& other) noexcept(std::is_nothrow_move_constructible_v<Handler>)
+            : handler_(std::move(other.handler_)), owned_(std::exchange(other.owned_, false)) {}
+        pending_handler(const pending_handler&) = delete;
+        pending_handler& operator=(const pending_handler&) = delete;
+        pending_handler& operator=(pending_handler&&) = delete;
+        ~pending_handler() {
+            if (owned_) boost::asio::get_associated_cancellation_slot(handler_).clear();
+        }
+
+        [[nodiscard]] const Handler& get() const noexcept { return handler_; }
+        void operator()(boost::system::error_code ec, const close_report& report) && {
+            owned_ = false;
+            boost::asio::get_associated_cancellation_slot(handler_).clear();
+            std::move(handler_)(ec, report);
+        }
+
+    private:
+        Handler handler_;
+        bool owned_ = true;
     };
 
     struct waiter {
@@ -220,7 +246,7 @@ private:
     struct completion {
         std::shared_ptr<shared_part> shared;
         std::uint64_t id;
-        Handler handler;
+        pending_handler<Handler> handler;
         std::shared_ptr<void> work;  // an outstanding_work, let go once the handler is on its executor
 
         void operator()(const boost::system::error_code& woken_by) {
@@ -255,8 +281,8 @@ private:
     // context's run() returns in between.
     template <class Handler>
     void deliver_now(Handler&& handler, close_report report, std::shared_ptr<void> work) {
-        boost::asio::post(executor_, [h = std::decay_t<Handler>(std::forward<Handler>(handler)), report,
-                                      work = std::move(work)]() mutable {
+        boost::asio::post(executor_, [h = pending_handler<std::decay_t<Handler>>(std::forward<Handler>(handler)),
+                                      report, work = std::move(work)]() mutable {
             hand_over(std::move(h), boost::system::error_code{}, report);
             work.reset();
         });
@@ -266,12 +292,11 @@ private:
     // cancellation slot is cleared (Asio has cancellation emitted there) just before the
     // upcall: run inline when that is where this runs, else handed to it.
     template <class Handler>
-    static void hand_over(Handler handler, boost::system::error_code ec, close_report report) {
-        const auto executor = boost::asio::get_associated_executor(handler);
-        const auto allocator = boost::asio::get_associated_allocator(handler);
+    static void hand_over(pending_handler<Handler> handler, boost::system::error_code ec, close_report report) {
+        const auto executor = boost::asio::get_associated_executor(handler.get());
+        const auto allocator = boost::asio::get_associated_allocator(handler.get());
         boost::asio::dispatch(executor, boost::asio::bind_allocator(allocator, [h = std::move(handler), ec,
                                                                                 report]() mutable {
-            boost::asio::get_associated_cancellation_slot(h).clear();
             std::move(h)(ec, report);
         }));
     }
