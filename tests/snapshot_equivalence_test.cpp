@@ -9,7 +9,7 @@
 //       step, and at the end the original's snapshot;
 //   (c) a reference model restored from it does the same;
 //   (d) an invariant checker restored from it accepts the rest of the run.
-// FAIRPOOL_SWEEP_STRIDE=N (tests/meson.build sets 10 under a sanitizer) takes every Nth
+// FAIRPOOL_SWEEP_STRIDE=N (tests/meson.build sets 20 under a sanitizer) takes every Nth
 // seed of the sweep only.
 #include <gtest/gtest.h>
 

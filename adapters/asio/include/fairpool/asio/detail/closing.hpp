@@ -156,32 +156,44 @@ private:
         boost::asio::executor_work_guard<HandlerExecutor> on_handler;
     };
 
+    // A cancellation slot, cleared when its owner goes (a moved-from one clears nothing).
+    template <class Slot>
+    class slot_clearing {
+    public:
+        explicit slot_clearing(Slot slot) noexcept : slot_(std::move(slot)) {}
+        slot_clearing(slot_clearing&& other) noexcept : slot_(other.slot_), armed_(std::exchange(other.armed_, false)) {}
+        slot_clearing(const slot_clearing&) = delete;
+        slot_clearing& operator=(const slot_clearing&) = delete;
+        slot_clearing& operator=(slot_clearing&&) = delete;
+        ~slot_clearing() { clear(); }
+
+        void clear() noexcept {
+            if (std::exchange(armed_, false) && slot_.is_connected()) slot_.clear();
+        }
+
+    private:
+        Slot slot_;
+        bool armed_ = true;
+    };
+
     // A close's handler on its way to its upcall, which clears its cancellation slot
     // first, where Asio has cancellation emitted. Destroyed unrun, it clears the slot as
     // it goes: no cancellation handler outlives its close.
     template <class Handler>
     class pending_handler {
     public:
-        explicit pending_handler(Handler handler) : handler_(std::move(handler)) {}
-        pending_handler(pending_handler&& other) noexcept(std::is_nothrow_move_constructible_v<Handler>)
-            : handler_(std::move(other.handler_)), owned_(std::exchange(other.owned_, false)) {}
-        pending_handler(const pending_handler&) = delete;
-        pending_handler& operator=(const pending_handler&) = delete;
-        pending_handler& operator=(pending_handler&&) = delete;
-        ~pending_handler() {
-            if (owned_) boost::asio::get_associated_cancellation_slot(handler_).clear();
-        }
+        explicit pending_handler(Handler handler)
+            : handler_(std::move(handler)), slot_(boost::asio::get_associated_cancellation_slot(handler_)) {}
 
         [[nodiscard]] const Handler& get() const noexcept { return handler_; }
         void operator()(boost::system::error_code ec, const close_report& report) && {
-            owned_ = false;
-            boost::asio::get_associated_cancellation_slot(handler_).clear();
+            slot_.clear();
             std::move(handler_)(ec, report);
         }
 
     private:
         Handler handler_;
-        bool owned_ = true;
+        slot_clearing<boost::asio::associated_cancellation_slot_t<Handler>> slot_;
     };
 
     struct waiter {
