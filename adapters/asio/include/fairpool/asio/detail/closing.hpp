@@ -96,7 +96,7 @@ public:
     // operation, its node of a list of its own, its timer, its cancellation handler (if
     // its handler has a cancellation slot) and last the timer's wait (the completion's
     // storage). If one throws (std::bad_alloc), nothing is queued, no wait is left
-    // pending, and the handler never runs (it goes with the wait, clearing the slot).
+    // pending, and the handler never runs (it is destroyed, its slot cleared).
     // Only then is the waiter queued, by a splice, which cannot throw: a waiter queued
     // completes exactly once, through its wait. The wait is started under the mutex,
     // before the splice, so a deadline that comes at once finds the waiter. On a pool
@@ -105,8 +105,10 @@ public:
     template <class Handler>
     [[nodiscard]] bool add(Handler&& handler, std::optional<time_point> deadline) {
         using handler_type = std::decay_t<Handler>;
-        auto handler_executor = boost::asio::get_associated_executor(handler, executor_);
-        auto slot = boost::asio::get_associated_cancellation_slot(handler);
+        // First: from here on, the slot is cleared on every way out (pending_handler).
+        pending_handler<handler_type> pending(std::forward<Handler>(handler));
+        auto handler_executor = boost::asio::get_associated_executor(pending.get(), executor_);
+        auto slot = boost::asio::get_associated_cancellation_slot(pending.get());
         using work_type = outstanding_work<decltype(handler_executor)>;
         std::shared_ptr<void> work = std::make_shared<work_type>(executor_, handler_executor);
         std::list<waiter> made;
@@ -116,13 +118,12 @@ public:
         if (shared_->closed) {
             const close_report report = shared_->closed_report;
             lock.unlock();
-            deliver_now(std::forward<Handler>(handler), report, std::move(work));
+            deliver_now(std::move(pending), report, std::move(work));
             return false;
         }
         const std::uint64_t id = shared_->last_id + 1;
         if (slot.is_connected()) slot.template emplace<cancellation>(shared_, id);
-        w.timer->async_wait(completion<handler_type>{
-            shared_, id, pending_handler<handler_type>(std::forward<Handler>(handler)), std::move(work)});
+        w.timer->async_wait(completion<handler_type>{shared_, id, std::move(pending), std::move(work)});
         w.id = shared_->last_id = id;
         shared_->waiters.splice(shared_->waiters.end(), made);
         return true;
@@ -292,9 +293,8 @@ private:
     // executor; `work` (on both executors) is held until the handler is there, so neither
     // context's run() returns in between.
     template <class Handler>
-    void deliver_now(Handler&& handler, close_report report, std::shared_ptr<void> work) {
-        boost::asio::post(executor_, [h = pending_handler<std::decay_t<Handler>>(std::forward<Handler>(handler)),
-                                      report, work = std::move(work)]() mutable {
+    void deliver_now(pending_handler<Handler> handler, close_report report, std::shared_ptr<void> work) {
+        boost::asio::post(executor_, [h = std::move(handler), report, work = std::move(work)]() mutable {
             hand_over(std::move(h), boost::system::error_code{}, report);
             work.reset();
         });
