@@ -14,6 +14,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <stdexcept>
 #include <thread>
 
 #include "fairpool/asio/pool.hpp"
@@ -424,6 +425,75 @@ TEST(adapter_lifetime, closes_waiting_when_the_io_context_goes_are_destroyed_unr
     p.reset();
     EXPECT_TRUE(state.expired()) << "the pool's state outlived everything";
     for (const watched_handler* h : {&unbounded, &bounded, &cancellable}) EXPECT_FALSE(h->invoked);
+}
+
+// A close handler whose move constructor throws, at each of its moves in turn, bound to
+// a cancellation slot: a call that throws leaves no cancellation handler in the slot
+// (it would keep the closing alive, and its id, never taken, would be the next
+// close's: an emit on this signal cancelled a later close that was never bound to it).
+// (Here, not in the adapter's unit tests: clang-tidy checks those, and a handler whose
+// move throws makes every wrapper's move constructor one that may throw.)
+TEST(adapter_lifetime, a_close_whose_handler_throws_when_moved_leaves_its_slot_clear) {
+    struct close_count {
+        int completions = 0;
+        error_code ec;
+    };
+    struct moved_handler {
+        int* moves_left;  // the move that throws: when it reaches 0
+        close_count* out;
+        moved_handler(int* m, close_count* o) : moves_left(m), out(o) {}
+        moved_handler(moved_handler&& other) : moves_left(other.moves_left), out(other.out) {
+            if ((*moves_left)-- == 0) throw std::runtime_error("move");
+        }
+        moved_handler(const moved_handler&) = delete;
+        moved_handler& operator=(const moved_handler&) = delete;
+        moved_handler& operator=(moved_handler&&) = delete;
+        ~moved_handler() = default;
+        void operator()(error_code ec, const close_report&) const {
+            ++out->completions;
+            out->ec = ec;
+        }
+    };
+    boost::asio::io_context io;
+    auto p = make_int_pool(io);
+    settle(io);
+    lease<int> held = lease_now(*p, io);
+    ASSERT_TRUE(held);
+    int threw = 0;
+    for (int fail_at = 0;; ++fail_at) {
+        SCOPED_TRACE(fail_at);
+        boost::asio::cancellation_signal signal;
+        close_count failed;
+        int moves_left = fail_at;
+        try {
+            p->async_close(std::chrono::hours(1),
+                           boost::asio::bind_cancellation_slot(signal.slot(), moved_handler(&moves_left, &failed)));
+        } catch (const std::runtime_error&) {
+            ++threw;
+            EXPECT_FALSE(signal.slot().has_handler()) << "a close that threw left its cancellation handler";
+            close_count later;
+            p->async_close(std::chrono::hours(1), [&later](error_code ec, const close_report&) {
+                ++later.completions;
+                later.ec = ec;
+            });
+            signal.emit(boost::asio::cancellation_type::terminal);
+            settle(io);
+            EXPECT_EQ(later.completions, 0) << "an emit on the failed close's signal reached another close";
+            EXPECT_EQ(failed.completions, 0);
+            continue;
+        }
+        moves_left = -1;  // its later moves, on the way to the upcall, do not throw
+        settle(io);
+        EXPECT_TRUE(signal.slot().has_handler()) << "the close is waiting, cancellable";
+        signal.emit(boost::asio::cancellation_type::terminal);
+        settle(io);
+        EXPECT_EQ(failed.completions, 1);
+        EXPECT_EQ(failed.ec, boost::asio::error::operation_aborted);
+        break;
+    }
+    EXPECT_GE(threw, 2) << "the handler was moved fewer times than this test expects";
+    held.release();
+    settle(io);
 }
 
 // An acquire whose operation is destroyed without its handler being invoked (its

@@ -11,7 +11,6 @@
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <array>
-#include <stdexcept>
 
 #include "fixture.hpp"
 
@@ -193,58 +192,6 @@ TEST_F(adapter, a_waiting_close_cancelled_terminal_or_partial_completes_aborted_
     advance(2h);
     for (const close_outcome& c : closes) EXPECT_EQ(c.completions, 1);
     EXPECT_EQ(closes[0].ec, boost::asio::error::operation_aborted);
-}
-
-// A close handler whose move constructor throws, at each of its moves in turn, bound to
-// a cancellation slot: a call that throws leaves no cancellation handler in the slot
-// (it would keep the closing alive, and its id, never taken, would be the next
-// close's: an emit on this signal cancelled a later close that was never bound to it).
-TEST_F(adapter, a_close_whose_handler_throws_when_moved_leaves_its_slot_clear) {
-    struct moved_handler {
-        int* moves_left;  // the move that throws: when it reaches 0
-        close_outcome* out;
-        moved_handler(int* m, close_outcome* o) : moves_left(m), out(o) {}
-        moved_handler(moved_handler&& other) : moves_left(other.moves_left), out(other.out) {
-            if ((*moves_left)-- == 0) throw std::runtime_error("move");
-        }
-        moved_handler(const moved_handler&) = delete;
-        moved_handler& operator=(const moved_handler&) = delete;
-        moved_handler& operator=(moved_handler&&) = delete;
-        ~moved_handler() = default;
-        void operator()(error_code ec, close_report r) const { out->handler()(ec, r); }
-    };
-    outcome holder;
-    auto pool = pool_with_a_lease_out(holder, 1);
-    int threw = 0;
-    for (int fail_at = 0;; ++fail_at) {
-        SCOPED_TRACE(fail_at);
-        boost::asio::cancellation_signal signal;
-        close_outcome failed;
-        int moves_left = fail_at;
-        try {
-            pool->async_close(manual_clock::now() + 1h,
-                              boost::asio::bind_cancellation_slot(signal.slot(), moved_handler(&moves_left, &failed)));
-        } catch (const std::runtime_error&) {
-            ++threw;
-            EXPECT_FALSE(signal.slot().has_handler()) << "a close that threw left its cancellation handler";
-            close_outcome later;
-            pool->async_close(manual_clock::now() + 1h, later.handler());
-            signal.emit(boost::asio::cancellation_type::terminal);
-            settle();
-            EXPECT_EQ(later.completions, 0) << "an emit on the failed close's signal reached another close";
-            EXPECT_EQ(failed.completions, 0);
-            continue;
-        }
-        moves_left = -1;  // its later moves, on the way to the upcall, do not throw
-        settle();
-        EXPECT_TRUE(signal.slot().has_handler()) << "the close is waiting, cancellable";
-        signal.emit(boost::asio::cancellation_type::terminal);
-        settle();
-        EXPECT_EQ(failed.completions, 1);
-        EXPECT_EQ(failed.ec, boost::asio::error::operation_aborted);
-        break;
-    }
-    EXPECT_GE(threw, 2) << "the handler was moved fewer times than this test expects";
 }
 
 // The way a coroutine gives up waiting for a close: the close against a timer, with
