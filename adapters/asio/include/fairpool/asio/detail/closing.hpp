@@ -251,8 +251,9 @@ private:
     // the pool closed, or the closing is gone). Which completion it makes is decided
     // under the mutex, whatever woke it: success once the pool has closed, else
     // operation_aborted if the close was cancelled (nothing else cancels a queued
-    // waiter's timer), else error::timed_out (its deadline came first). Still queued, it takes its waiter out (its timer goes: this wait's
-    // operation has already left it). No longer queued and the pool not closed: the
+    // waiter's timer), else error::timed_out (its deadline came first). Still queued,
+    // it takes its waiter out (its timer goes: this wait's operation has already left
+    // it). No longer queued and the pool not closed: the
     // closing went without the pool closing, which only a context shutting down does
     // (its waits are then destroyed, not run): nothing to complete.
     template <class Handler>
