@@ -11,6 +11,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <condition_variable>
+#include <list>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -437,6 +438,7 @@ TEST(adapter_lifetime, a_close_whose_handler_throws_when_moved_leaves_its_slot_c
     struct close_count {
         int completions = 0;
         error_code ec;
+        bool closed = false;
     };
     struct moved_handler {
         int* moves_left;  // the move that throws: when it reaches 0
@@ -460,6 +462,7 @@ TEST(adapter_lifetime, a_close_whose_handler_throws_when_moved_leaves_its_slot_c
     lease<int> held = lease_now(*p, io);
     ASSERT_TRUE(held);
     int threw = 0;
+    std::list<close_count> later_closes;  // each waits for the lease, past its iteration
     for (int fail_at = 0;; ++fail_at) {
         SCOPED_TRACE(fail_at);
         boost::asio::cancellation_signal signal;
@@ -471,10 +474,11 @@ TEST(adapter_lifetime, a_close_whose_handler_throws_when_moved_leaves_its_slot_c
         } catch (const std::runtime_error&) {
             ++threw;
             EXPECT_FALSE(signal.slot().has_handler()) << "a close that threw left its cancellation handler";
-            close_count later;
-            p->async_close(std::chrono::hours(1), [&later](error_code ec, const close_report&) {
+            close_count& later = later_closes.emplace_back();
+            p->async_close(std::chrono::hours(1), [&later](error_code ec, const close_report& r) {
                 ++later.completions;
                 later.ec = ec;
+                later.closed = r.closed;
             });
             signal.emit(boost::asio::cancellation_type::terminal);
             settle(io);
@@ -492,8 +496,14 @@ TEST(adapter_lifetime, a_close_whose_handler_throws_when_moved_leaves_its_slot_c
         break;
     }
     EXPECT_GE(threw, 2) << "the handler was moved fewer times than this test expects";
+    ASSERT_EQ(later_closes.size(), static_cast<std::size_t>(threw));
     held.release();
     settle(io);
+    for (const close_count& later : later_closes) {
+        EXPECT_EQ(later.completions, 1) << "a later close, never bound to a signal, did not complete once";
+        EXPECT_FALSE(later.ec);
+        EXPECT_TRUE(later.closed);
+    }
 }
 
 // An acquire whose operation is destroyed without its handler being invoked (its
