@@ -439,6 +439,11 @@ TEST(adapter_lifetime, a_close_whose_handler_throws_when_moved_leaves_its_slot_c
         int completions = 0;
         error_code ec;
         bool closed = false;
+        void record(error_code e, const close_report& r) {
+            ++completions;
+            ec = e;
+            closed = r.closed;
+        }
     };
     struct moved_handler {
         int* moves_left;  // the move that throws: when it reaches 0
@@ -451,10 +456,7 @@ TEST(adapter_lifetime, a_close_whose_handler_throws_when_moved_leaves_its_slot_c
         moved_handler& operator=(const moved_handler&) = delete;
         moved_handler& operator=(moved_handler&&) = delete;
         ~moved_handler() = default;
-        void operator()(error_code ec, const close_report&) const {
-            ++out->completions;
-            out->ec = ec;
-        }
+        void operator()(error_code ec, const close_report& r) const { out->record(ec, r); }
     };
     boost::asio::io_context io;
     auto p = make_int_pool(io);
@@ -475,11 +477,8 @@ TEST(adapter_lifetime, a_close_whose_handler_throws_when_moved_leaves_its_slot_c
             ++threw;
             EXPECT_FALSE(signal.slot().has_handler()) << "a close that threw left its cancellation handler";
             close_count& later = later_closes.emplace_back();
-            p->async_close(std::chrono::hours(1), [&later](error_code ec, const close_report& r) {
-                ++later.completions;
-                later.ec = ec;
-                later.closed = r.closed;
-            });
+            p->async_close(std::chrono::hours(1),
+                           [&later](error_code ec, const close_report& r) { later.record(ec, r); });
             signal.emit(boost::asio::cancellation_type::terminal);
             settle(io);
             EXPECT_EQ(later.completions, 0) << "an emit on the failed close's signal reached another close";
