@@ -22,8 +22,8 @@ struct connection {
 
 fairpool::pool_options one_slot() {
     fairpool::pool_options o;
-    o.scheduler.max_slots = 1;
-    o.scheduler.min_slots = 1;
+    o.max_slots = 1;
+    o.min_slots = 1;
     return o;
 }
 

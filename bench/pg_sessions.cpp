@@ -57,9 +57,9 @@ session_result with_pool(const settings& s, const pg::parameters& params, bool r
     asio::io_context io;
     pg::canceller cancels;
     fairpool::pool_options o;
-    o.scheduler.max_slots = s.pool_size;
-    o.scheduler.max_waiters = std::max<std::uint64_t>(1024, s.parallel);
-    o.scheduler.reset_on_release = reset;
+    o.max_slots = s.pool_size;
+    o.max_waiters = std::max<std::size_t>(1024, s.parallel);
+    o.reset_on_release = reset;
     pg::pool pool(io.get_executor(), o, pg::hooks(params, "fairpool-bench", cancels));
     session_result r = run_sessions(
         reset ? "pg_sessions_reset" : "pg_sessions", "fairpool", s.sessions, s.parallel, io,

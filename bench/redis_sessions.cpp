@@ -61,8 +61,8 @@ asio::awaitable<bool> incr_get(backend_connection& c, const std::string& incr, c
 session_result with_pool(const settings& s, tcp::endpoint backend) {
     asio::io_context io;
     fairpool::pool_options o;
-    o.scheduler.max_slots = s.pool_size;
-    o.scheduler.max_waiters = std::max<std::uint64_t>(1024, s.parallel);
+    o.max_slots = s.pool_size;
+    o.max_waiters = std::max<std::size_t>(1024, s.parallel);
     fairpool::pool<backend_connection> pool(io.get_executor(), o,
                                             [backend] { return backend_connection::connect(backend, connect_timeout); },
                                             [](backend_connection& c) { return c.close(); });

@@ -14,8 +14,7 @@ struct connection {
 
 int main() {
     asio::io_context io;
-    fairpool::pool_options options;
-    options.scheduler.max_slots = 1;
+    const fairpool::pool_options options{.max_slots = 1};
     int next_id = 0;
     fairpool::pool<connection> pool(io.get_executor(), options,
                                     [&]() -> asio::awaitable<connection> { co_return connection{++next_id}; });

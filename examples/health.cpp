@@ -18,11 +18,12 @@ int main() {
     asio::io_context io;
     std::set<int> open;  // the backend's side
     int next_id = 0;
-    fairpool::pool_options options;
-    options.scheduler.max_slots = 1;
-    options.scheduler.check_after_idle = 1'000'000;  // check one idle 1 ms or more before reuse
-    options.scheduler.reset_on_release = true;       // reset each one given back clean
-    options.check_timeout = std::chrono::seconds(1);  // past it: dead (the hook is cancelled)
+    const fairpool::pool_options options{
+        .max_slots = 1,
+        .check_after_idle = std::chrono::milliseconds(1),  // check one idle 1 ms or more before reuse
+        .reset_on_release = true,                          // reset each one given back clean
+        .check_timeout = std::chrono::seconds(1),          // past it: dead (the hook is cancelled)
+    };
     fairpool::pool<connection> pool(io.get_executor(), options, fairpool::resource_hooks<connection>{
         .create = [&]() -> asio::awaitable<connection> {
             open.insert(++next_id);
@@ -44,11 +45,11 @@ int main() {
             idle.expires_after(std::chrono::milliseconds(5));
             co_await idle.async_wait(asio::use_awaitable);  // idle past check_after_idle
             if (request == 3) open.clear();                  // the backend drops its idle connections
-            auto lease = co_await pool.async_acquire(asio::use_awaitable);
+            auto lease = co_await pool.async_acquire();
             std::printf("request %d on connection %d, session %d\n", request, lease->id, lease->session);
             lease->session = request;
         }
-        co_await pool.async_close(asio::use_awaitable);
+        co_await pool.async_close();
     }, asio::detached);
     io.run();
     const auto s = pool.stats();

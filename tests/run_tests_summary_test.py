@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """tools/run-tests always ends with its "N passed, N failed" line, and a non-zero exit
 status on any failure: run_tests_summary_test.py RUN_TESTS SCRATCH_DIR. Runs a copy of
-RUN_TESTS in SCRATCH_DIR with stand-ins for tools/install-deps, the two step tools,
+RUN_TESTS in SCRATCH_DIR with stand-ins for tools/install-deps, the three step tools,
 meson and ninja (nothing is built). Prints GoogleTest-style result lines so that
 tools/run-tests counts each case."""
 import json
@@ -50,6 +50,7 @@ def run(case, install_status=0, logs=None, test_status=0, stale=(), broken_pytho
     shutil.copy(run_tests, os.path.join(root, "tools", "run-tests"))
     stand_ins = {"tools/install-deps": f"#!/bin/sh\necho 'install-deps: stand-in'\nexit {install_status}\n",
              "tools/run-clang-tidy": "#!/bin/sh\nexit 0\n", "tools/check-coverage": "#!/bin/sh\nexit 0\n",
+             "tools/check-library-only": "#!/bin/sh\nexit 0\n",
              "bin/meson": MESON, "bin/ninja": "#!/bin/sh\nexit 0\n"}
     if broken_python:
         stand_ins["bin/python3"] = "#!/bin/sh\nexit 1\n"
@@ -70,7 +71,7 @@ def run(case, install_status=0, logs=None, test_status=0, stale=(), broken_pytho
 
 def all_logs_present_and_passing():
     status, lines, err = run("passing", logs={v: testlog(2, 0) for v in VARIANTS})
-    assert lines and lines[-1] == "10 passed, 0 failed", (lines[-3:], err)  # 4 x 2 + the two steps
+    assert lines and lines[-1] == "11 passed, 0 failed", (lines[-3:], err)  # 4 x 2 + the three steps
     assert status == 0, (status, err)
 
 
@@ -83,14 +84,14 @@ def failed_install_still_ends_with_the_line():
 def missing_testlog_counts_as_a_failure():
     logs = {v: testlog(1, 0) for v in VARIANTS if v not in ("build-tsan", "build-fuzz")}
     status, lines, err = run("missing", logs=logs, test_status=0)
-    assert lines and lines[-1] == "4 passed, 2 failed", (lines[-3:], err)  # 2 logs + 2 steps; 2 missing
+    assert lines and lines[-1] == "5 passed, 2 failed", (lines[-3:], err)  # 2 logs + 3 steps; 2 missing
     assert status != 0, status
 
 
 def stale_testlog_is_not_counted():
     logs = {v: testlog(1, 0) for v in VARIANTS if v != "build-tsan"}
     status, lines, err = run("stale", logs=logs, stale=["build-tsan"])
-    assert lines and lines[-1] == "5 passed, 1 failed", (lines[-3:], err)
+    assert lines and lines[-1] == "6 passed, 1 failed", (lines[-3:], err)
     assert status != 0, status
 
 
@@ -98,13 +99,13 @@ def failing_cases_are_counted():
     logs = {v: testlog(1, 0) for v in VARIANTS}
     logs["build"] = testlog(3, 2)
     status, lines, err = run("failing", logs=logs, test_status=1)
-    assert lines and lines[-1] == "8 passed, 2 failed", (lines[-3:], err)
+    assert lines and lines[-1] == "9 passed, 2 failed", (lines[-3:], err)
     assert status != 0, status
 
 
 def failed_count_still_ends_with_a_line():
     status, lines, err = run("python", logs={v: testlog(1, 0) for v in VARIANTS}, broken_python=True)
-    assert lines and lines[-1] == "2 passed, 4 failed", (lines[-3:], err)  # the steps; each variant one failure
+    assert lines and lines[-1] == "3 passed, 4 failed", (lines[-3:], err)  # the steps; each variant one failure
     assert status != 0, status
 
 

@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <type_traits>
+
 #include "driver.hpp"
 #include "fairpool/core/scheduler.hpp"
 #include "fairpool/model/reference_model.hpp"
@@ -177,6 +179,29 @@ TYPED_TEST(behaviour, acquire_timeout_rejects_at_the_default_deadline) {
     EXPECT_EQ(d(E::tick(109)), effects{});
     EXPECT_EQ(d(E::tick(110)), (effects{"reject waiter=2 reason=timeout"}));
     EXPECT_EQ(d.machine().next_deadline(), std::nullopt);
+}
+
+// The adapter's lazy timer (detail/deadline_timer.hpp) reads these: once the last
+// waiter with a deadline is gone, the core says surely_no_deadline() (so the timer is
+// disarmed and a context's run() can return), and while waiters wait the lower bound is
+// never after the exact deadline.
+TYPED_TEST(behaviour, a_queue_that_empties_leaves_no_deadline_behind) {
+    if constexpr (std::is_same_v<typename TestFixture::machine, core::scheduler>) {
+        auto c = this->slots(1, 1);
+        c.acquire_timeout = 100;
+        auto d = this->warm(c);
+        EXPECT_EQ(d(E::acquire(2, 1, 1)), (effects{"grant waiter=1 slot=0 lease=1"}));
+        EXPECT_EQ(d(E::acquire(10, 2, 2)), effects{});
+        EXPECT_EQ(d(E::acquire(20, 3, 3)), effects{});
+        EXPECT_EQ(d.machine().deadline_lower_bound(), 110u);
+        EXPECT_FALSE(d.machine().surely_no_deadline());
+        EXPECT_EQ(d(E::release(30, 0, 1)), (effects{"grant waiter=2 slot=0 lease=2"}));
+        EXPECT_LE(d.machine().deadline_lower_bound(), 120u);  // a lower bound: 110 or the exact 120
+        EXPECT_EQ(d.machine().next_deadline(), std::optional<core::nanos>(120));
+        EXPECT_EQ(d(E::release(40, 0, 2)), (effects{"grant waiter=3 slot=0 lease=3"}));
+        EXPECT_TRUE(d.machine().surely_no_deadline());
+        EXPECT_EQ(d.machine().deadline_lower_bound(), core::never);
+    }
 }
 
 TYPED_TEST(behaviour, acquire_timeouts_fire_by_deadline_then_arrival) {

@@ -92,11 +92,14 @@ struct step final : step_command {
 
     // A tick at next_deadline() emits an effect; a tick one nanosecond earlier (if
     // still in the future) emits none.
-    // surely_no_deadline() (the adapter's shortcut) is true only without a deadline.
+    // surely_no_deadline() (the adapter's shortcut) is true only without a deadline, and
+    // deadline_lower_bound() (its lazy timer's) is never after the deadline.
     static void check_deadline_is_exact(const core::scheduler& s, nanos now) {
         const auto deadline = s.next_deadline();
         RC_ASSERT(!(s.surely_no_deadline() && deadline.has_value()));
+        if (s.surely_no_deadline()) RC_ASSERT(s.deadline_lower_bound() == core::never);
         if (!deadline) return;
+        RC_ASSERT(s.deadline_lower_bound() <= *deadline);
         RC_ASSERT(*deadline > now);
         core::scheduler at = s;
         RC_ASSERT(!at.step(event::tick(*deadline)).effects.empty());

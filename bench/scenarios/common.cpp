@@ -13,19 +13,19 @@ namespace fairpool_bench {
 
 std::unique_ptr<fairpool_design::pool_type> fairpool_design::make(asio::io_context& io, std::size_t size,
                                                                   const fairpool::recorder_options* recording,
-                                                                  std::uint64_t check_after_idle,
-                                                                  std::uint64_t max_leases_per_handle) {
-    fairpool::pool_options o;
-    o.scheduler.max_slots = static_cast<std::uint32_t>(size);
-    o.scheduler.min_slots = static_cast<std::uint32_t>(size);
-    o.scheduler.check_after_idle = check_after_idle;
-    o.scheduler.max_leases_per_handle = max_leases_per_handle;
+                                                                  std::chrono::nanoseconds check_after_idle,
+                                                                  std::size_t max_leases_per_handle) {
+    fairpool::pool_options o;  // acquire_timeout, create_timeout: the defaults (30 s)
+    o.max_slots = size;
+    o.min_slots = size;
+    o.check_after_idle = check_after_idle;
+    o.max_leases_per_handle = max_leases_per_handle;
     if (recording != nullptr) o.recording = *recording;
     auto next = std::make_shared<int>(0);
     fairpool::resource_hooks<connection> hooks{
         .create = [next]() -> asio::awaitable<connection> { co_return connection{(*next)++}; },
     };
-    if (check_after_idle > 0) hooks.check = [](connection&) -> asio::awaitable<bool> { co_return true; };
+    if (check_after_idle != fairpool::forever) hooks.check = [](connection&) -> asio::awaitable<bool> { co_return true; };
     auto p = std::make_unique<pool_type>(io.get_executor(), o, std::move(hooks));
     io.restart();
     io.run();  // prewarm: every slot spawned

@@ -63,13 +63,15 @@ constexpr bool blocking_source = requires(Source& s) { s.pool->acquire_blocking(
 struct fairpool_design {
     static constexpr const char* name = "fairpool";
     using pool_type = fairpool::pool<connection>;
-    // check_after_idle > 0: a check hook that answers alive at once, so what is measured
-    // is the pool's own cost of a check on checkout, not a backend's round trip.
+    // check_after_idle not forever: a check hook that answers alive at once, so what is
+    // measured is the pool's own cost of a check on checkout, not a backend's round trip.
     // `recording`: the flight recorder on, with these options. max_leases_per_handle > 0:
-    // every handle capped at that many leases out (core::config, issue 15).
+    // every handle capped at that many leases out (issue 15). Every other setting is the
+    // default: acquire_timeout and create_timeout (30 s) in force, as a user's pool has them.
     static std::unique_ptr<pool_type> make(asio::io_context& io, std::size_t size,
                                            const fairpool::recorder_options* recording = nullptr,
-                                           std::uint64_t check_after_idle = 0, std::uint64_t max_leases_per_handle = 0);
+                                           std::chrono::nanoseconds check_after_idle = fairpool::forever,
+                                           std::size_t max_leases_per_handle = 0);
     static auto source(pool_type& p) { return p.make_handle(); }
 };
 
@@ -79,7 +81,7 @@ template <std::uint64_t Cap>
 struct fairpool_capped_design : fairpool_design {
     static constexpr std::uint64_t cap = Cap;
     static std::unique_ptr<pool_type> make(asio::io_context& io, std::size_t size) {
-        return fairpool_design::make(io, size, nullptr, 0, Cap);
+        return fairpool_design::make(io, size, nullptr, fairpool::forever, Cap);
     }
 };
 
@@ -99,12 +101,12 @@ std::vector<connection> make_connections(std::size_t n);
 // The actor's diagnostics, fairpool's alone (0 for a baseline).
 template <class Pool>
 std::uint64_t commands_fed(const Pool& p) {
-    if constexpr (requires { p.commands_fed(); }) return p.commands_fed();
+    if constexpr (requires { p.diagnostics().commands_fed; }) return p.diagnostics().commands_fed;
     else return 0;
 }
 template <class Pool>
 std::uint64_t drains_run(const Pool& p) {
-    if constexpr (requires { p.drains_run(); }) return p.drains_run();
+    if constexpr (requires { p.diagnostics().drains_run; }) return p.diagnostics().drains_run;
     else return 0;
 }
 

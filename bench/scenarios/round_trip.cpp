@@ -138,8 +138,8 @@ recording_result recording_round_trip_once(std::size_t cycles) {
     auto source = fairpool_design::source(*pool);
     recording_result result{measure_round_trip(io, source, cycles, "fairpool (recorder on)")};
     const auto status = pool->recording_status();
-    if (status && pool->commands_fed() > 0)
-        result.lost_share = static_cast<double>(status->events_lost) / static_cast<double>(pool->commands_fed());
+    const std::uint64_t fed = commands_fed(*pool);
+    if (status && fed > 0) result.lost_share = static_cast<double>(status->events_lost) / static_cast<double>(fed);
     return result;
 }
 
@@ -147,7 +147,7 @@ recording_result recording_round_trip_once(std::size_t cycles) {
 // between a release and the next acquire), so each cycle checks it first.
 round_trip_result checking_round_trip_once(std::size_t cycles) {
     asio::io_context io(1);
-    auto pool = fairpool_design::make(io, 1, nullptr, 1);
+    auto pool = fairpool_design::make(io, 1, nullptr, std::chrono::nanoseconds(1));
     auto source = fairpool_design::source(*pool);
     const std::uint64_t checks_before = pool->stats().checks_started;
     auto result = measure_round_trip(io, source, cycles, "fairpool (check_after_idle)");

@@ -673,7 +673,12 @@ void scheduler::remove_waiter(std::uint32_t w) noexcept {
     const bool was_first = handle.waiters.head == w;
     arrival_links_.remove(arrivals_order_, w);
     handle_links_.remove(handle.waiters, w);
-    if (waiter.deadline != never) deadlines_.remove(w);
+    if (waiter.deadline != never) {
+        deadlines_.remove(w);
+        // The last deadline gone: the lower bound becomes exact again, so a pool whose
+        // queue emptied says surely_no_deadline() (the adapter disarms its timer).
+        if (deadlines_.empty()) due_ = earliest_time_driven_work();
+    }
     waiter_ids_.erase(waiter.id);
     if (behind_cap) --stats_.waiters_behind_cap;
     if (handle.waiters.empty()) {  // the handle leaves the rotation; weight and turn are forgotten

@@ -17,7 +17,7 @@
 #include <exception>
 #include <string>
 
-#include "fairpool/core/prometheus.hpp"
+#include "fairpool/asio/prometheus.hpp"
 #include "load.hpp"
 #include "pooled.hpp"
 #include "service.hpp"
@@ -85,14 +85,15 @@ int main(int argc, char** argv) {
         const auto tenants = pg::parse_tenants(s.tenants);
         asio::io_context io;
         pg::canceller cancels;  // outlives the pool and its connections
-        fairpool::pool_options options;
-        options.scheduler.max_slots = s.pool_size;
-        options.scheduler.max_waiters = 4096;
-        options.scheduler.check_after_idle = 1'000'000'000;   // SELECT 1 before reusing one idle >= 1 s
-        options.scheduler.reset_on_release = true;            // DISCARD ALL after every lease
-        options.scheduler.spawn_backoff_max = 2'000'000'000;  // a restarted server is found within 2 s
-        options.check_timeout = std::chrono::seconds(2);
-        options.reset_timeout = std::chrono::seconds(2);
+        const fairpool::pool_options options{
+            .max_slots = s.pool_size,
+            .max_waiters = 4096,
+            .spawn_backoff_max = std::chrono::seconds(2),      // a restarted server is found within 2 s
+            .check_after_idle = std::chrono::seconds(1),       // SELECT 1 before reusing one idle >= 1 s
+            .reset_on_release = true,                          // DISCARD ALL after every lease
+            .check_timeout = std::chrono::seconds(2),
+            .reset_timeout = std::chrono::seconds(2),
+        };
         pg::pool pool(io.get_executor(), options,
                       pg::hooks(pg::parse_conninfo(s.conninfo), "fairpool-pg-service", cancels));
         pg::service_options service_options;
@@ -116,12 +117,10 @@ int main(int argc, char** argv) {
                 (void)co_await signals.async_wait(asio::use_awaitable);
             }
             service.stop();
-            const auto stats = pool.stats();
-            std::printf("%s", fairpool::core::prometheus_text(stats, "postgres").c_str());
+            std::printf("%s", fairpool::prometheus_text(pool, "postgres").c_str());
             std::printf("\ncancels sent: %llu, failed: %llu\n", static_cast<unsigned long long>(cancels.sent()),
                         static_cast<unsigned long long>(cancels.failed()));
-            (void)co_await pool.async_close(std::chrono::steady_clock::now() + std::chrono::seconds(5),
-                                            asio::use_awaitable);
+            (void)co_await pool.async_close(std::chrono::seconds(5));
         }, asio::use_future);
         io.run();
         done.get();

@@ -87,23 +87,22 @@ inline boost::asio::awaitable<outcome> attempt(connection& c, std::string sql, s
 }
 }  // namespace detail
 
-// Runs one statement on the leased connection, giving up after `timeout`. A timed-out
-// (or cancelled) statement is cancelled on the server and the lease marked dirty: the
-// pool closes that connection once the server has ended the statement, and never
-// grants it again. A failure that left the connection unusable marks it dirty too; a
-// statement the server refused does not (the connection is fine).
+// Runs one statement on the leased connection, giving up after `timeout`. The lease's
+// in-flight guard leaves it dirty unless the statement finished with the connection fit
+// for reuse: a timed-out (or cancelled) statement is cancelled on the server, and the
+// pool closes that connection once the server has ended the statement and never grants
+// it again; a failure that left the connection unusable is dirty too. A statement the
+// server refused is not (the connection is fine).
 inline boost::asio::awaitable<outcome> run(lease& l, std::string sql, std::vector<std::string> params,
                                            std::chrono::nanoseconds timeout) {
     using namespace boost::asio::experimental::awaitable_operators;
     boost::asio::steady_timer timer(co_await boost::asio::this_coro::executor, timeout);
+    auto guard = l.in_flight();
     auto raced = co_await (detail::attempt(*l, std::move(sql), std::move(params)) ||
                            timer.async_wait(boost::asio::use_awaitable));
-    if (raced.index() == 1) {
-        l.mark_dirty();
-        co_return outcome::failure("statement timed out", true);
-    }
+    if (raced.index() == 1) co_return outcome::failure("statement timed out", true);
     outcome o = std::move(std::get<0>(raced));
-    if (!o && !l->idle()) l.mark_dirty();
+    if (o || l->idle()) guard.done();
     co_return o;
 }
 

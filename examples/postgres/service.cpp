@@ -10,7 +10,7 @@
 #include <boost/beast/http/write.hpp>
 #include <charconv>
 
-#include "fairpool/core/prometheus.hpp"
+#include "fairpool/asio/prometheus.hpp"
 
 namespace pg {
 
@@ -41,7 +41,7 @@ std::string json_string(std::string_view s) {
 }  // namespace
 
 asio::awaitable<void> item_service::prepare(int count) {
-    auto l = co_await pool_.async_acquire(options_.acquire_timeout, asio::use_awaitable);
+    auto l = co_await pool_.async_acquire(options_.acquire_timeout);
     auto made = co_await pg::run(l, "CREATE TABLE IF NOT EXISTS items (id int PRIMARY KEY, name text NOT NULL)", {},
                                  std::chrono::seconds(30));
     if (!made) throw pg::error("prepare: " + made.error);
@@ -77,7 +77,7 @@ asio::awaitable<item_service::response> item_service::item(int id, const std::st
 
 asio::awaitable<item_service::response> item_service::answer(std::string target, std::string tenant) {
     if (target == "/metrics")
-        co_return reply(200, "text/plain; version=0.0.4", fairpool::core::prometheus_text(pool_.stats(), "postgres"));
+        co_return reply(200, "text/plain; version=0.0.4", fairpool::prometheus_text(pool_, "postgres"));
     constexpr std::string_view prefix = "/items/";
     if (target.starts_with(prefix)) {
         int id = 0;

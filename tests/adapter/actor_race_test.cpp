@@ -78,7 +78,7 @@ protected:
     std::unique_ptr<test_pool> starved_pool(std::uint64_t max_waiters, std::uint32_t mailbox_capacity,
                                             outcome& holder) {
         pool_options o = options(1, 1);
-        o.scheduler.max_waiters = max_waiters;
+        o.max_waiters = max_waiters;
         o.mailbox_capacity = mailbox_capacity;
         auto pool = make_pool(o);
         settle();

@@ -184,8 +184,8 @@ using int_pool = pool<int>;
 
 std::unique_ptr<int_pool> warm_pool(boost::asio::io_context& io) {
     pool_options o;
-    o.scheduler.max_slots = 2;
-    o.scheduler.min_slots = 2;
+    o.max_slots = 2;
+    o.min_slots = 2;
     auto p = std::make_unique<int_pool>(io.get_executor(), o, []() -> boost::asio::awaitable<int> { co_return 7; });
     io.run();  // prewarmed: both resources created
     io.restart();
@@ -197,11 +197,11 @@ std::unique_ptr<int_pool> warm_pool(boost::asio::io_context& io) {
 // an hour idle, a keepalive every hour): a hook given but not due costs nothing.
 std::unique_ptr<int_pool> warm_pool_with_hooks(boost::asio::io_context& io, bool checks_configured) {
     pool_options o;
-    o.scheduler.max_slots = 2;
-    o.scheduler.min_slots = 2;
+    o.max_slots = 2;
+    o.min_slots = 2;
     if (checks_configured) {
-        o.scheduler.check_after_idle = 3'600'000'000'000;
-        o.scheduler.keepalive_interval = 3'600'000'000'000;
+        o.check_after_idle = std::chrono::hours(1);
+        o.keepalive_interval = std::chrono::hours(1);
     }
     resource_hooks<int> hooks{
         .create = []() -> boost::asio::awaitable<int> { co_return 7; },
@@ -210,7 +210,7 @@ std::unique_ptr<int_pool> warm_pool_with_hooks(boost::asio::io_context& io, bool
     };
     auto p = std::make_unique<int_pool>(io.get_executor(), o, std::move(hooks));
     // Not io.run(): the keepalive timer, armed an hour ahead, is outstanding work.
-    while (p->stats().slots[static_cast<int>(core::slot_state::idle)] < 2 && io.run_one() > 0) {
+    while (p->stats().slots_idle < 2 && io.run_one() > 0) {
     }
     return p;
 }
@@ -265,7 +265,7 @@ TEST(adapter_allocation, callback_acquire_release_cycles_allocate_nothing_once_w
     io.run();
     ASSERT_EQ(loop.done, warm_up + measured);
     EXPECT_EQ(loop.errors, 0u);
-    const core::stats s = pool->stats();
+    const pool_stats s = pool->stats();
     EXPECT_EQ(s.grants_immediate, warm_up + measured);
     EXPECT_EQ(s.spawns, 2u);  // nothing was retired or respawned
     std::printf("callback loop: %llu allocations in %llu warm cycles\n",
@@ -287,7 +287,7 @@ TEST(adapter_allocation, hooks_that_are_never_due_allocate_nothing_once_warm) {
         }
         ASSERT_EQ(loop.done, warm_up + measured);
         EXPECT_EQ(loop.errors, 0u);
-        const core::stats s = pool->stats();
+        const pool_stats s = pool->stats();
         EXPECT_EQ(s.grants_immediate, warm_up + measured);
         EXPECT_EQ(s.checks_started, 0u);
         EXPECT_EQ(s.resets_started, 0u);
@@ -313,8 +313,8 @@ TEST(adapter_allocation, cycles_with_the_flight_recorder_on_allocate_nothing_on_
     {
         boost::asio::io_context io(1);
         pool_options o;
-        o.scheduler.max_slots = 2;
-        o.scheduler.min_slots = 2;
+        o.max_slots = 2;
+        o.min_slots = 2;
         recorder_options r;
         r.directory = path;
         r.segment_events = 1'000;
@@ -385,7 +385,7 @@ TEST(adapter_allocation, cycles_of_a_capped_handle_queued_behind_its_cap_allocat
     ASSERT_EQ(loop.done, warm_up + measured);
     EXPECT_EQ(loop.errors, 0u);
     EXPECT_EQ(loop.held_beside_cap, warm_up + measured - 1);
-    const core::stats s = pool->stats();
+    const pool_stats s = pool->stats();
     EXPECT_EQ(s.grants_after_wait, warm_up + measured - 1) << "the acquires did not queue behind the cap";
     EXPECT_EQ(s.spawns, 2u);
     const handle_stats h = loop.handle.stats();
@@ -485,8 +485,8 @@ attempt with_failing_allocation(std::uint64_t n, Call&& call) {
 
 pool_options sweep_options() {
     pool_options o;
-    o.scheduler.max_slots = 2;
-    o.scheduler.min_slots = 1;
+    o.max_slots = 2;
+    o.min_slots = 1;
     return o;
 }
 
@@ -547,13 +547,13 @@ std::uint64_t sweep_construction(Before before) {
         return c;
     };
     // The earlier pool, if any, is untouched by a failed construction and still serves.
-    const auto check_earlier = [](context& c, const core::stats& before_attempt) {
+    const auto check_earlier = [](context& c, const pool_stats& before_attempt) {
         if (!c.earlier) return;
         EXPECT_EQ(c.earlier->stats(), before_attempt);
         EXPECT_TRUE(serves(c.io, *c.earlier));
         EXPECT_TRUE(closes(c.io, *c.earlier));
     };
-    const auto stats_of = [](context& c) { return c.earlier ? c.earlier->stats() : core::stats{}; };
+    const auto stats_of = [](context& c) { return c.earlier ? c.earlier->stats() : pool_stats{}; };
 
     // Its allocations, with none failing: the same in the last two of three runs (the
     // first may count a first use, of the program's or of this thread's).
@@ -561,12 +561,12 @@ std::uint64_t sweep_construction(Before before) {
     for (int run = 0; run < 3; ++run) {
         auto c = fresh();
         std::optional<int_pool> p;
-        const core::stats earlier_stats = stats_of(*c);
+        const pool_stats earlier_stats = stats_of(*c);
         const attempt a = with_failing_allocation(no_failure, [&] { construct(p, c->io); });
         EXPECT_FALSE(a.threw);
         EXPECT_FALSE(a.injected);
         if (!p) return 0;
-        EXPECT_EQ(p->drains_posted(), 1u);  // the start drain, posted
+        EXPECT_EQ(p->diagnostics().drains_posted, 1u);  // the start drain, posted
         EXPECT_TRUE(serves(c->io, *p));
         EXPECT_TRUE(closes(c->io, *p));
         check_earlier(*c, earlier_stats);
@@ -593,7 +593,7 @@ std::uint64_t sweep_construction(Before before) {
         auto c = fresh();
         std::optional<int_pool> p;
         settle(c->io);
-        const core::stats earlier_stats = stats_of(*c);
+        const pool_stats earlier_stats = stats_of(*c);
         const attempt a = with_failing_allocation(n, [&] { construct(p, c->io); });
         EXPECT_TRUE(a.threw) << "allocation " << n << " of " << total;
         EXPECT_TRUE(a.injected) << "allocation " << n << " of " << total;
@@ -759,7 +759,7 @@ TEST(adapter_allocation_failure, make_handle_makes_a_handle_or_nothing_changes) 
     for (;; ++n) {
         ASSERT_LT(n, 1'000u) << "make_handle never succeeded";
         settle(io);
-        const core::stats before = pool.stats();
+        const pool_stats before = pool.stats();
         const attempt a = with_failing_allocation(n, [&] { made = pool.make_handle(options); });
         if (!a.threw) {
             EXPECT_FALSE(a.injected) << "allocation " << n << " failed, yet make_handle returned";
@@ -880,16 +880,16 @@ std::uint64_t sweep_close(before_close before, close_kind kind) {
     bool posts_drain = false;
     for (int run = 0; run < 2; ++run) {
         auto c = close_start(before);
-        const std::uint64_t drains = c->pool->drains_posted();
+        const std::uint64_t drains = c->pool->diagnostics().drains_posted;
         const attempt a = with_failing_allocation(no_failure, [&] { close_now(*c, c->swept, kind); });
         EXPECT_FALSE(a.threw);
         EXPECT_FALSE(a.injected);
         if (run == 1) {
             EXPECT_EQ(a.allocations, total);
-            EXPECT_EQ(c->pool->drains_posted() - drains == 1, posts_drain);
+            EXPECT_EQ(c->pool->diagnostics().drains_posted - drains == 1, posts_drain);
         }
         total = a.allocations;
-        posts_drain = c->pool->drains_posted() - drains == 1;
+        posts_drain = c->pool->diagnostics().drains_posted - drains == 1;
         close_completes(*c, c->swept);
         EXPECT_EQ(c->swept.completions, 1);
         EXPECT_FALSE(c->swept_signal.slot().has_handler()) << "a completed close left its cancellation handler";
@@ -965,7 +965,7 @@ TEST(adapter_allocation_failure, async_close_on_a_closed_pool_completes_once_or_
 // --- A queued close's completion under allocation failure ------------------------------
 //
 // A close that async_close queued completes exactly once, whatever allocation fails
-// after its initiating function returned: with error::timed_out when its deadline comes
+// after its initiating function returned: with error::timeout when its deadline comes
 // first, with success when the pool closes first. (Its completion's storage is reserved
 // in async_close, as its timer's wait: closing.hpp.) Swept: the run of the io_context
 // that delivers those completions, with each of its allocations on this thread failing
@@ -986,8 +986,8 @@ struct manual_close_context {
 std::unique_ptr<manual_close_context> manual_close_start() {
     auto c = std::make_unique<manual_close_context>();
     pool_options o;
-    o.scheduler.max_slots = 1;
-    o.scheduler.min_slots = 1;
+    o.max_slots = 1;
+    o.min_slots = 1;
     c->pool.emplace(c->io.get_executor(), o, sweep_hooks());
     c->pool->async_acquire([&c = *c](error_code, manual_pool::lease_type l) { c.held = std::move(l); });
     run_until(c->io, [&] { return static_cast<bool>(c->held); });
@@ -1026,7 +1026,7 @@ attempt deadlines_come(std::uint64_t n) {
     if (a.threw) run_until(c->io, both_came);
     for (close_call* call : {&first, &second}) {
         EXPECT_EQ(call->completions, 1) << "allocation " << n << " failed: a close whose deadline came";
-        EXPECT_EQ(call->ec, make_error_code(error::timed_out)) << "allocation " << n;
+        EXPECT_EQ(call->ec, make_error_code(error::timeout)) << "allocation " << n;
         EXPECT_FALSE(call->report.closed) << "allocation " << n;
         EXPECT_EQ(call->report.leases_out, 1u) << "allocation " << n;
     }
@@ -1115,11 +1115,11 @@ bool pool_closes(std::uint64_t run, std::uint64_t n) {
     std::deque<close_call> calls;
     boost::asio::io_context io(1);
     pool_options o;
-    o.scheduler.max_slots = 1;
-    o.scheduler.min_slots = 1;
+    o.max_slots = 1;
+    o.min_slots = 1;
     std::optional<manual_pool> p;
     p.emplace(boost::asio::any_io_executor(window_executor{&io}), o, sweep_hooks());
-    retiring_now = [&p] { return p->stats().slots[static_cast<int>(core::slot_state::retiring)]; };
+    retiring_now = [&p] { return p->stats().slots_retiring; };
     manual_pool::lease_type held;
     p->async_acquire([&](error_code, manual_pool::lease_type l) { held = std::move(l); });
     run_until(io, [&] { return static_cast<bool>(held); });
@@ -1181,7 +1181,7 @@ TEST(adapter_allocation_failure, closes_waiting_when_the_pool_closes_complete_on
 //
 // An acquire refused error::busy (admission full) posts its completion, which
 // allocates. If that fails the initiating function throws std::bad_alloc, and the
-// refusal is not counted (stats().busy_rejections, the handle's rejected_busy) and its
+// refusal is not counted (stats().rejected_busy, the handle's rejected_busy) and its
 // handler never runs; otherwise it is counted once and its handler runs once.
 
 struct busy_tally {
@@ -1197,7 +1197,7 @@ struct busy_tally {
 
 pool_options admitting_two() {
     pool_options o = sweep_options();
-    o.scheduler.max_waiters = 1;
+    o.max_waiters = 1;
     o.mailbox_capacity = 1;  // L = 2 acquires outstanding at most
     return o;
 }
@@ -1218,7 +1218,7 @@ TEST(adapter_allocation_failure, an_acquire_refused_busy_is_counted_once_or_chan
         std::uint64_t n = 0;
         for (;; ++n) {
             ASSERT_LT(n, 100u) << "the acquire never returned";
-            const std::uint64_t pool_busy = pool.stats().busy_rejections;
+            const std::uint64_t pool_busy = pool.stats().rejected_busy;
             const std::uint64_t handle_busy = h.stats().rejected_busy;
             busy_tally& t = tallies.emplace_back();
             const attempt a = with_failing_allocation(n, [&] {
@@ -1231,13 +1231,13 @@ TEST(adapter_allocation_failure, an_acquire_refused_busy_is_counted_once_or_chan
                 break;
             }
             EXPECT_TRUE(a.injected);
-            EXPECT_EQ(pool.stats().busy_rejections, pool_busy) << "allocation " << n << ": a refusal not delivered counted";
+            EXPECT_EQ(pool.stats().rejected_busy, pool_busy) << "allocation " << n << ": a refusal not delivered counted";
             EXPECT_EQ(h.stats().rejected_busy, handle_busy) << "allocation " << n << ": a refusal not delivered counted";
         }
         std::printf("an acquire refused busy (through %s): %llu allocation points swept\n",
                     through_handle ? "a handle" : "the pool", static_cast<unsigned long long>(n));
         EXPECT_GT(n, 0u);
-        EXPECT_EQ(pool.stats().busy_rejections, expected_busy);
+        EXPECT_EQ(pool.stats().rejected_busy, expected_busy);
         EXPECT_EQ(h.stats().rejected_busy, 1u);  // the handle's one
     }
     settle(io);
@@ -1291,7 +1291,7 @@ TEST(adapter_allocation_failure, an_acquire_on_the_pools_executor_refused_busy_i
         bool ran = false;
         boost::asio::post(io, [&] {
             ran = true;
-            pool_busy = pool.stats().busy_rejections;
+            pool_busy = pool.stats().rejected_busy;
             handle_busy = h.stats().rejected_busy;
             a = with_failing_allocation(n, [&] {
                 h.async_acquire(boost::asio::bind_allocator(plain_allocator<void>(),
@@ -1305,7 +1305,7 @@ TEST(adapter_allocation_failure, an_acquire_on_the_pools_executor_refused_busy_i
         boost::asio::post(elsewhere, boost::asio::use_future).get();  // what it was given has run
         if (!a.threw) {
             EXPECT_FALSE(a.injected) << "allocation " << n << " failed, yet the acquire returned";
-            EXPECT_EQ(pool.stats().busy_rejections, pool_busy + 1);
+            EXPECT_EQ(pool.stats().rejected_busy, pool_busy + 1);
             EXPECT_EQ(h.stats().rejected_busy, handle_busy + 1);
             EXPECT_EQ(t.completions, 1);
             EXPECT_TRUE(t.busy);
@@ -1313,7 +1313,7 @@ TEST(adapter_allocation_failure, an_acquire_on_the_pools_executor_refused_busy_i
             break;
         }
         EXPECT_TRUE(a.injected);
-        EXPECT_EQ(pool.stats().busy_rejections, pool_busy) << "allocation " << n << ": a refusal not delivered counted";
+        EXPECT_EQ(pool.stats().rejected_busy, pool_busy) << "allocation " << n << ": a refusal not delivered counted";
         EXPECT_EQ(h.stats().rejected_busy, handle_busy) << "allocation " << n << ": a refusal not delivered counted";
         EXPECT_EQ(t.completions, 0) << "allocation " << n;
         EXPECT_EQ(first.completions, 1);

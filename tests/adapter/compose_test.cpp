@@ -11,8 +11,9 @@
 // a queued acquire honours every cancellation type alike and completes with
 // boost::asio::error::operation_aborted (one `cancelled` rejection); a cancel that
 // crosses a grant loses and the lease is delivered; a lease that is destroyed goes back
-// clean unless mark_dirty() was called, and a dirty one is retired (its close hook runs)
-// and never handed out again. An acquire's and a close's initiation name the pool's
+// clean unless mark_dirty() was called or it was destroyed during stack unwinding (a
+// coroutine that throws, operation_aborted included), and a dirty one is retired (its
+// close hook runs) and never handed out again. An acquire's and a close's initiation name the pool's
 // executor as theirs, so use_promise completes there (it took the system executor, and
 // a coroutine awaiting the promise resumed on a system thread, before they did).
 #include <gtest/gtest.h>
@@ -74,18 +75,14 @@ const char* name(ct type) {
     return "total";
 }
 
-std::uint64_t rejected(const core::stats& s, core::reject_reason r) { return s.rejections[static_cast<int>(r)]; }
-std::uint64_t slots_in(const core::stats& s, core::slot_state st) { return s.slots[static_cast<int>(st)]; }
-std::uint64_t retired(const core::stats& s, core::retire_reason r) { return s.retirements[static_cast<int>(r)]; }
-std::uint64_t retired_total(const core::stats& s) {
-    std::uint64_t n = 0;
-    for (auto v : s.retirements) n += v;
-    return n;
+std::uint64_t retired_total(const pool_stats& s) {
+    return s.retired_dirty + s.retired_max_uses + s.retired_max_lifetime + s.retired_idle + s.retired_died +
+           s.retired_shutdown + s.retired_reset_failed + s.retired_resize;
 }
-std::uint64_t outcomes(const core::stats& s) {
-    std::uint64_t n = s.grants_immediate + s.grants_after_wait;
-    for (auto v : s.rejections) n += v;
-    return n;
+// Every outcome of an acquire that reached the scheduler: a grant or a rejection.
+std::uint64_t outcomes(const pool_stats& s) {
+    return s.grants_immediate + s.grants_after_wait + s.rejected_saturated + s.rejected_timeout +
+           s.rejected_cancelled + s.rejected_deregistered + s.rejected_closed;
 }
 
 // What a coroutine spawned by the test ended with.
@@ -133,7 +130,7 @@ struct signalled {
 
 class compose : public signal_keeper, public adapter {
 protected:
-    core::stats stats() const { return pool_->stats(); }
+    pool_stats stats() const { return pool_->stats(); }
     asio::cancellation_signal& new_signal() { return signals.emplace_back(); }
 
     // A warm pool of `n` slots whose every slot is leased to one of `holders`.
@@ -214,18 +211,18 @@ TEST_F(compose, or_timer_wins_cancels_the_queued_acquire_and_leaks_nothing) {
     ASSERT_FALSE(r.error);
     EXPECT_EQ(*r.value, 1U);  // the timer won
     auto s = stats();
-    EXPECT_EQ(rejected(s, core::reject_reason::cancelled), 1U);
+    EXPECT_EQ(s.rejected_cancelled, 1U);
     EXPECT_EQ(outcomes(s), s.acquires);  // the acquire got exactly its one outcome
     EXPECT_EQ(s.queued_waiters, 0U);
     EXPECT_EQ(s.active_handles, 0U);
-    EXPECT_EQ(slots_in(s, core::slot_state::leased), 1U);  // the holder's only
+    EXPECT_EQ(s.slots_leased, 1U);  // the holder's only
     EXPECT_EQ(h.stats().rejected_cancelled, 1U);
     EXPECT_EQ(h.stats().leases_out, 0U);
     holders[0].lease.release();
     settle();
     s = stats();
-    EXPECT_EQ(slots_in(s, core::slot_state::idle), 1U);
-    EXPECT_EQ(slots_in(s, core::slot_state::leased), 0U);
+    EXPECT_EQ(s.slots_idle, 1U);
+    EXPECT_EQ(s.slots_leased, 0U);
     EXPECT_EQ(retired_total(s), 0U);
     expect_immediate_grant_of(1);  // the same resource, at once: nothing waits for it
     EXPECT_EQ(log_->created, 1);
@@ -254,8 +251,8 @@ TEST_F(compose, or_acquire_wins_cancels_the_timer_and_the_lease_returns_clean) {
     EXPECT_EQ(*r.value, 1);
     const auto s = stats();
     EXPECT_EQ(s.grants_after_wait, 1U);
-    EXPECT_EQ(rejected(s, core::reject_reason::cancelled), 0U);
-    EXPECT_EQ(slots_in(s, core::slot_state::idle), 1U);
+    EXPECT_EQ(s.rejected_cancelled, 0U);
+    EXPECT_EQ(s.slots_idle, 1U);
     EXPECT_EQ(retired_total(s), 0U);  // back clean
     EXPECT_EQ(log_->closed, 0);
     expect_immediate_grant_of(1);
@@ -284,7 +281,7 @@ TEST_F(compose, or_of_two_acquires_both_granted_returns_the_loser_clean) {
     settle();
     ASSERT_FALSE(r.done());
     EXPECT_EQ(stats().queued_waiters, 2U);
-    const auto fed_before = pool.commands_fed();
+    const auto fed_before = pool.diagnostics().commands_fed;
     on_executor([&] {
         holders[0].lease.release();  // fed inline: a's grant, posted
         holders[1].lease.release();  // b's grant, posted
@@ -294,13 +291,13 @@ TEST_F(compose, or_of_two_acquires_both_granted_returns_the_loser_clean) {
     EXPECT_EQ(*r.value, 0);  // a's completion ran first
     ASSERT_TRUE(won);
     // Two releases, the cancel that b's slot sent after its grant, b's lease coming back.
-    EXPECT_EQ(pool.commands_fed() - fed_before, 4U);
+    EXPECT_EQ(pool.diagnostics().commands_fed - fed_before, 4U);
     const auto s = stats();
     EXPECT_EQ(s.grants_after_wait, 2U);
-    EXPECT_EQ(rejected(s, core::reject_reason::cancelled), 0U);  // the cancel crossed the grant: lost
+    EXPECT_EQ(s.rejected_cancelled, 0U);  // the cancel crossed the grant: lost
     EXPECT_EQ(outcomes(s), s.acquires);
-    EXPECT_EQ(slots_in(s, core::slot_state::leased), 1U);  // a's, held by `won`
-    EXPECT_EQ(slots_in(s, core::slot_state::idle), 1U);    // b's came back
+    EXPECT_EQ(s.slots_leased, 1U);  // a's, held by `won`
+    EXPECT_EQ(s.slots_idle, 1U);    // b's came back
     EXPECT_EQ(retired_total(s), 0U);                        // clean
     EXPECT_EQ(a.stats().grants, 1U);
     EXPECT_EQ(b.stats().grants, 1U);
@@ -324,19 +321,19 @@ TEST_F(compose, and_with_a_timer_keeps_the_lease) {
         into(r));
     settle();
     ASSERT_FALSE(r.done());
-    EXPECT_EQ(slots_in(stats(), core::slot_state::leased), 1U);
+    EXPECT_EQ(stats().slots_leased, 1U);
     advance(5ms);
     ASSERT_TRUE(r.done());
     ASSERT_FALSE(r.error);
     EXPECT_EQ(*r.value, 1);
-    EXPECT_EQ(slots_in(stats(), core::slot_state::idle), 1U);
+    EXPECT_EQ(stats().slots_idle, 1U);
 }
 
 // `acquire && acquire` when one fails: the other, queued, is cancelled (wait_for_one_error).
 TEST_F(compose, and_of_two_acquires_one_saturated_cancels_the_other) {
     // One slot held; max_waiters 1: the first acquire queues, the second is saturated.
     auto o = options(1, 1);
-    o.scheduler.max_waiters = 1;
+    o.max_waiters = 1;
     pool_ = make_pool(o);
     settle();
     outcome holder;
@@ -358,8 +355,8 @@ TEST_F(compose, and_of_two_acquires_one_saturated_cancels_the_other) {
     ASSERT_TRUE(both.error);
     EXPECT_THROW(std::rethrow_exception(both.error), asio::multiple_exceptions);
     const auto s = stats();
-    EXPECT_EQ(rejected(s, core::reject_reason::saturated), 1U);
-    EXPECT_EQ(rejected(s, core::reject_reason::cancelled), 1U);  // x, cancelled by the group
+    EXPECT_EQ(s.rejected_saturated, 1U);
+    EXPECT_EQ(s.rejected_cancelled, 1U);  // x, cancelled by the group
     EXPECT_EQ(x.stats().rejected_cancelled, 1U);
     EXPECT_EQ(y.stats().rejected_saturated, 1U);
     EXPECT_EQ(s.queued_waiters, 0U);
@@ -404,7 +401,7 @@ TEST_F(compose, parallel_group_timer_wins_then_acquire_wins) {
     EXPECT_FALSE(first.timer_ec);
     EXPECT_EQ(first.acquire_ec, asio::error::operation_aborted);
     EXPECT_FALSE(first.lease);
-    EXPECT_EQ(rejected(stats(), core::reject_reason::cancelled), 1U);
+    EXPECT_EQ(stats().rejected_cancelled, 1U);
     EXPECT_EQ(stats().queued_waiters, 0U);
 
     manual_timer t2(io, 10ms);
@@ -420,7 +417,7 @@ TEST_F(compose, parallel_group_timer_wins_then_acquire_wins) {
     EXPECT_EQ(second.timer_ec, asio::error::operation_aborted);
     ASSERT_TRUE(second.lease);
     EXPECT_EQ(second.lease->id(), 1);
-    EXPECT_EQ(rejected(stats(), core::reject_reason::cancelled), 1U);  // still the first race's only
+    EXPECT_EQ(stats().rejected_cancelled, 1U);  // still the first race's only
     second.lease.release();
     settle();
     EXPECT_EQ(retired_total(stats()), 0U);
@@ -459,13 +456,13 @@ TEST_F(compose, parallel_group_cancel_after_the_grant_was_posted_delivers_the_le
     EXPECT_FALSE(acquire_ec);
     ASSERT_TRUE(lease);
     const auto s = stats();
-    EXPECT_EQ(rejected(s, core::reject_reason::cancelled), 0U);
+    EXPECT_EQ(s.rejected_cancelled, 0U);
     EXPECT_EQ(s.grants_after_wait, 1U);
     EXPECT_EQ(outcomes(s), s.acquires);
     lease = test_lease();  // discarded unused: back clean
     settle();
     EXPECT_EQ(retired_total(stats()), 0U);
-    EXPECT_EQ(slots_in(stats(), core::slot_state::idle), 1U);
+    EXPECT_EQ(stats().slots_idle, 1U);
     expect_immediate_grant_of(1);
 }
 
@@ -491,7 +488,7 @@ TEST_F(compose, signal_before_the_acquire_reaches_the_actor) {
         EXPECT_EQ(w.out.completions, 1);
         EXPECT_EQ(w.out.ec, asio::error::operation_aborted);
         EXPECT_FALSE(w.out.lease);
-        EXPECT_EQ(rejected(stats(), core::reject_reason::cancelled), 1U);
+        EXPECT_EQ(stats().rejected_cancelled, 1U);
         EXPECT_EQ(stats().acquires, 2U);
         EXPECT_EQ(stats().queued_waiters, 0U);
         EXPECT_FALSE(w.signal.slot().has_handler());
@@ -505,7 +502,7 @@ TEST_F(compose, signal_before_the_acquire_reaches_the_actor) {
         EXPECT_EQ(g.out.completions, 1);
         EXPECT_FALSE(g.out.ec);
         EXPECT_TRUE(g.out.lease);
-        EXPECT_EQ(rejected(stats(), core::reject_reason::cancelled), 0U);
+        EXPECT_EQ(stats().rejected_cancelled, 0U);
         EXPECT_EQ(stats().grants_immediate, 1U);
     }
 }
@@ -523,9 +520,9 @@ TEST_F(compose, signal_while_queued_cancels_for_every_type) {
         ASSERT_TRUE(w.out.done);
         EXPECT_EQ(w.out.completions, 1);
         EXPECT_EQ(w.out.ec, asio::error::operation_aborted);
-        EXPECT_EQ(rejected(stats(), core::reject_reason::cancelled), 1U);
+        EXPECT_EQ(stats().rejected_cancelled, 1U);
         EXPECT_EQ(stats().queued_waiters, 0U);
-        EXPECT_EQ(slots_in(stats(), core::slot_state::leased), 1U);
+        EXPECT_EQ(stats().slots_leased, 1U);
         holders[0].lease.release();
         settle();
         expect_immediate_grant_of(1);
@@ -552,8 +549,8 @@ TEST_F(compose, signal_after_the_grant_was_posted_loses_for_every_type) {
         EXPECT_FALSE(w.out.ec);
         ASSERT_TRUE(w.out.lease);
         EXPECT_EQ(w.out.lease->id(), 1);
-        EXPECT_EQ(rejected(stats(), core::reject_reason::cancelled), 0U);
-        EXPECT_EQ(slots_in(stats(), core::slot_state::leased), 1U);
+        EXPECT_EQ(stats().rejected_cancelled, 0U);
+        EXPECT_EQ(stats().slots_leased, 1U);
         w.out.lease.release();
         settle();
         EXPECT_EQ(retired_total(stats()), 0U);
@@ -572,10 +569,10 @@ TEST_F(compose, signal_after_completion_reaches_nothing) {
         settle();
         ASSERT_TRUE(w.out.lease);
         EXPECT_FALSE(w.signal.slot().has_handler());
-        const auto fed = pool.commands_fed();
+        const auto fed = pool.diagnostics().commands_fed;
         const auto before = stats();
         on_executor([&] { w.signal.emit(type); });
-        EXPECT_EQ(pool.commands_fed(), fed);  // no cancel was sent
+        EXPECT_EQ(pool.diagnostics().commands_fed, fed);  // no cancel was sent
         EXPECT_EQ(stats(), before);
         EXPECT_EQ(w.out.completions, 1);
     }
@@ -612,7 +609,7 @@ TEST_F(compose, co_spawn_cancelled_while_suspended_in_an_acquire) {
             if (cancels) {
                 ASSERT_TRUE(r.done());
                 EXPECT_EQ(r.thrown(), asio::error::operation_aborted);
-                EXPECT_EQ(rejected(stats(), core::reject_reason::cancelled), 1U);
+                EXPECT_EQ(stats().rejected_cancelled, 1U);
                 EXPECT_EQ(stats().queued_waiters, 0U);
                 holders[0].lease.release();
                 settle();
@@ -624,52 +621,64 @@ TEST_F(compose, co_spawn_cancelled_while_suspended_in_an_acquire) {
                 ASSERT_TRUE(r.done());
                 ASSERT_FALSE(r.error);
                 EXPECT_EQ(*r.value, 1);
-                EXPECT_EQ(rejected(stats(), core::reject_reason::cancelled), 0U);
+                EXPECT_EQ(stats().rejected_cancelled, 0U);
             }
             EXPECT_EQ(r.completions, 1);
             EXPECT_EQ(outcomes(stats()), stats().acquires);
-            EXPECT_EQ(slots_in(stats(), core::slot_state::idle), 1U);
+            EXPECT_EQ(stats().slots_idle, 1U);
             expect_immediate_grant_of(1);
         }
     }
 }
 
 // A coroutine cancelled while it holds a lease (suspended in a timer wait after its
-// acquire). The lease is destroyed as the coroutine unwinds: back clean, the resource
-// is reused. Marked dirty on the way out (the contract's rule for work cancelled
-// mid-way), it is retired: its close hook runs, it is destroyed, never handed out again.
+// acquire). If it throws, the lease is destroyed as the coroutine unwinds: dirty (a
+// lease destroyed during unwinding is dirty), whether or not it was marked dirty on the
+// way out (the contract's rule for work cancelled mid-way): retired, its close hook
+// runs, it is destroyed, never handed out again. If the coroutine handles the
+// cancellation and returns, the lease is destroyed with no exception in flight: back
+// clean, the resource is reused.
 TEST_F(compose, co_spawn_cancelled_while_holding_a_lease) {
-    for (const bool mark_dirty : {false, true}) {
-        SCOPED_TRACE(mark_dirty ? "marked dirty" : "destroyed as is");
+    enum class ending { thrown, marked_dirty_then_thrown, returned };
+    for (const ending how : {ending::thrown, ending::marked_dirty_then_thrown, ending::returned}) {
+        SCOPED_TRACE(how == ending::thrown                     ? "thrown"
+                     : how == ending::marked_dirty_then_thrown ? "marked dirty, then thrown"
+                                                               : "returned");
         auto& pool = warm(1);
         auto& signal = new_signal();
         co_result<int> r;
         asio::co_spawn(
             io,
-            [&pool, mark_dirty]() -> awaitable<int> {
+            [&pool, how]() -> awaitable<int> {
                 auto lease = co_await pool.async_acquire(use_awaitable);
                 manual_timer work(co_await asio::this_coro::executor, 1h);
                 auto [ec] = co_await work.async_wait(asio::as_tuple(use_awaitable));
-                if (ec && mark_dirty) lease.mark_dirty();  // its state is unknown
+                if (ec && how == ending::marked_dirty_then_thrown) lease.mark_dirty();  // its state is unknown
+                if (ec && how == ending::returned) co_return -1;  // handled: no exception in flight
                 if (ec) throw boost::system::system_error(ec);
                 co_return lease->id();
             },
             asio::bind_cancellation_slot(signal.slot(), into(r)));
         settle();
-        ASSERT_EQ(slots_in(stats(), core::slot_state::leased), 1U);
+        ASSERT_EQ(stats().slots_leased, 1U);
         on_executor([&] { signal.emit(ct::terminal); });
         ASSERT_TRUE(r.done());
-        EXPECT_EQ(r.thrown(), asio::error::operation_aborted);
+        if (how == ending::returned) {
+            ASSERT_FALSE(r.error);
+            EXPECT_EQ(*r.value, -1);
+        } else {
+            EXPECT_EQ(r.thrown(), asio::error::operation_aborted);
+        }
         const auto s = stats();
-        EXPECT_EQ(slots_in(s, core::slot_state::leased), 0U);
-        if (!mark_dirty) {
+        EXPECT_EQ(s.slots_leased, 0U);
+        if (how == ending::returned) {
             EXPECT_EQ(retired_total(s), 0U);
-            EXPECT_EQ(slots_in(s, core::slot_state::idle), 1U);
+            EXPECT_EQ(s.slots_idle, 1U);
             EXPECT_EQ(log_->closed, 0);
             expect_immediate_grant_of(1);
             EXPECT_EQ(log_->created, 1);
         } else {
-            EXPECT_EQ(retired(s, core::retire_reason::dirty), 1U);
+            EXPECT_EQ(s.retired_dirty, 1U);
             EXPECT_EQ(retired_total(s), 1U);
             EXPECT_EQ(log_->closed, 1);     // the close hook ran
             EXPECT_EQ(log_->destroyed, 1);  // and the resource is gone
@@ -713,7 +722,7 @@ TEST_F(compose, as_tuple_and_redirect_error_report_the_cancel_without_throwing) 
     ASSERT_TRUE(r.done());
     ASSERT_FALSE(r.error);
     EXPECT_EQ(*r.value, 0);
-    EXPECT_EQ(rejected(stats(), core::reject_reason::cancelled), 2U);
+    EXPECT_EQ(stats().rejected_cancelled, 2U);
 
     // The tuple's error code itself, cancelled by a signal.
     auto& signal = new_signal();
@@ -729,7 +738,7 @@ TEST_F(compose, as_tuple_and_redirect_error_report_the_cancel_without_throwing) 
     on_executor([&] { signal.emit(ct::terminal); });
     ASSERT_TRUE(t.done());
     EXPECT_EQ(*t.value, asio::error::operation_aborted);
-    EXPECT_EQ(rejected(stats(), core::reject_reason::cancelled), 3U);
+    EXPECT_EQ(stats().rejected_cancelled, 3U);
     EXPECT_EQ(stats().queued_waiters, 0U);
 }
 
@@ -750,7 +759,7 @@ TEST_F(compose, use_promise_completes_on_the_pools_executor) {
         EXPECT_FALSE(p.completed());
     }  // destroyed: its cancel is dispatched to the pool's executor
     settle();
-    EXPECT_EQ(rejected(stats(), core::reject_reason::cancelled), 1U);
+    EXPECT_EQ(stats().rejected_cancelled, 1U);
     EXPECT_EQ(stats().queued_waiters, 0U);
 
     // Awaited before its grant: the coroutine resumes on its own thread (here, the one
@@ -787,7 +796,7 @@ TEST_F(compose, use_promise_completes_on_the_pools_executor) {
     EXPECT_TRUE(*r.value);
 #endif
     settle();
-    EXPECT_EQ(slots_in(stats(), core::slot_state::idle), 1U);
+    EXPECT_EQ(stats().slots_idle, 1U);
     EXPECT_EQ(retired_total(stats()), 0U);
 
     // Completed, then awaited: the lease comes out of the promise.
@@ -812,12 +821,12 @@ TEST_F(compose, use_promise_completes_on_the_pools_executor) {
         auto p = pool.async_acquire(asio::experimental::use_promise);
         settle();
         EXPECT_TRUE(p.completed());
-        EXPECT_EQ(slots_in(stats(), core::slot_state::leased), 1U);
+        EXPECT_EQ(stats().slots_leased, 1U);
     }  // destroyed holding the lease: back clean
     settle();
-    EXPECT_EQ(slots_in(stats(), core::slot_state::idle), 1U);
+    EXPECT_EQ(stats().slots_idle, 1U);
     EXPECT_EQ(retired_total(stats()), 0U);
-    EXPECT_EQ(rejected(stats(), core::reject_reason::cancelled), 1U);
+    EXPECT_EQ(stats().rejected_cancelled, 1U);
     EXPECT_EQ(outcomes(stats()), stats().acquires);
 
     // async_close takes the pool's executor too.
@@ -1043,7 +1052,7 @@ void run_random_compositions(int threads, bool pool_on_strand, int rounds) {
     for (int i = 0; i < threads; ++i) runners.emplace_back([&io] { io.run(); });
     std::atomic<int> created{0}, destroyed{0}, closed{0};
     pool_options o;
-    o.scheduler.max_slots = slots;
+    o.max_slots = slots;
     o.retire_grace = std::chrono::milliseconds(100);
     const asio::any_io_executor pool_ex =
         pool_on_strand ? asio::any_io_executor(asio::make_strand(io)) : asio::any_io_executor(io.get_executor());
@@ -1078,13 +1087,13 @@ void run_random_compositions(int threads, bool pool_on_strand, int rounds) {
         ASSERT_EQ(all_done.get_future().wait_for(std::chrono::seconds(30)), std::future_status::ready)
             << "round " << round << ": a task hangs";
         // Every lease is back (the last release may still be in a drain on another thread).
-        core::stats s;
+        pool_stats s;
         for (int i = 0; i < 5000; ++i) {
             s = p->stats();
-            if (slots_in(s, core::slot_state::leased) == 0 && s.queued_waiters == 0) break;
+            if (s.slots_leased == 0 && s.queued_waiters == 0) break;
             std::this_thread::sleep_for(std::chrono::microseconds(200));
         }
-        ASSERT_EQ(slots_in(s, core::slot_state::leased), 0U) << "round " << round;
+        ASSERT_EQ(s.slots_leased, 0U) << "round " << round;
         ASSERT_EQ(s.queued_waiters, 0U) << "round " << round;
         ASSERT_EQ(t.in_use.load(), 0) << "round " << round;
     }
@@ -1097,10 +1106,10 @@ void run_random_compositions(int threads, bool pool_on_strand, int rounds) {
     EXPECT_EQ(s.acquires, static_cast<std::uint64_t>(t.issued.load()));
     EXPECT_EQ(outcomes(s), s.acquires);
     EXPECT_EQ(s.grants_immediate + s.grants_after_wait, static_cast<std::uint64_t>(t.grants.load()));
-    EXPECT_EQ(rejected(s, core::reject_reason::cancelled), static_cast<std::uint64_t>(t.aborted.load()));
-    EXPECT_EQ(rejected(s, core::reject_reason::timeout), static_cast<std::uint64_t>(t.timeouts.load()));
-    EXPECT_EQ(s.busy_rejections, 0U);
-    EXPECT_EQ(retired(s, core::retire_reason::dirty), static_cast<std::uint64_t>(t.dirty_marked.load()));
+    EXPECT_EQ(s.rejected_cancelled, static_cast<std::uint64_t>(t.aborted.load()));
+    EXPECT_EQ(s.rejected_timeout, static_cast<std::uint64_t>(t.timeouts.load()));
+    EXPECT_EQ(s.rejected_busy, 0U);
+    EXPECT_EQ(s.retired_dirty, static_cast<std::uint64_t>(t.dirty_marked.load()));
     EXPECT_GT(t.aborted.load(), 0);  // the runs did cancel
     EXPECT_GT(t.grants.load(), 0);
     auto f = p->async_close(asio::use_future);
@@ -1109,7 +1118,7 @@ void run_random_compositions(int threads, bool pool_on_strand, int rounds) {
     EXPECT_TRUE(report.closed);
     EXPECT_EQ(report.leases_out, 0U);
     EXPECT_EQ(report.waiters_queued, 0U);
-    const std::weak_ptr<const void> life = p->lifetime();
+    const std::weak_ptr<const void> life = p->diagnostics().lifetime;
     p.reset();
     for (int i = 0; i < 5000 && !life.expired(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     EXPECT_TRUE(life.expired());

@@ -71,10 +71,10 @@ class adapter : public ::testing::Test {
 protected:
     pool_options options(std::uint64_t max_slots, std::uint64_t min_slots = 0) {
         pool_options o;
-        o.scheduler.max_slots = max_slots;
-        o.scheduler.min_slots = min_slots;
-        o.scheduler.spawn_backoff_initial = 1'000'000;  // 1 ms
-        o.scheduler.spawn_backoff_max = 4'000'000;
+        o.max_slots = max_slots;
+        o.min_slots = min_slots;
+        o.spawn_backoff_initial = std::chrono::milliseconds(1);
+        o.spawn_backoff_max = std::chrono::milliseconds(4);
         o.retire_grace = std::chrono::milliseconds(100);
         return o;
     }
@@ -131,7 +131,7 @@ protected:
     std::unique_ptr<test_pool> warm_pool(std::uint64_t slots, std::uint64_t max_waiters,
                                          std::uint32_t mailbox_capacity) {
         auto o = options(slots, slots);
-        o.scheduler.max_waiters = max_waiters;
+        o.max_waiters = max_waiters;
         o.mailbox_capacity = mailbox_capacity;
         auto pool = make_pool(o);
         settle();
@@ -190,13 +190,13 @@ protected:
     };
 
     // A close whose deadline, `after` from now, has come: the clock moved to it, the
-    // close completed exactly once, with error::timed_out. `c` (the caller's, since the
+    // close completed exactly once, with error::timeout. `c` (the caller's, since the
     // handler must never run again: the caller checks later) gets its outcome.
     void close_past_its_deadline(test_pool& pool, manual_clock::duration after, close_outcome& c) {
         pool.async_close(manual_clock::now() + after, c.handler());
         advance(after);
         EXPECT_EQ(c.completions, 1);
-        EXPECT_EQ(c.ec, make_error_code(error::timed_out));
+        EXPECT_EQ(c.ec, make_error_code(error::timeout));
     }
 
     // Every field of a close's report against `want` (a field `want` leaves out: 0).

@@ -105,7 +105,7 @@ protected:
     // A one-slot pool, warm, whose resource 1 went stale (check_after_idle: 10 ms).
     std::unique_ptr<test_pool> one_stale_slot() {
         pool_options o = health_options(1, 1);
-        o.scheduler.check_after_idle = 10'000'000;
+        o.check_after_idle = 10ms;
         auto pool = make_health_pool(o);
         settle();
         advance(10ms);
@@ -117,12 +117,6 @@ protected:
         return it == m.end() ? verdict::pass : it->second;
     }
 
-    [[nodiscard]] std::uint64_t slots(const test_pool& p, core::slot_state s) const {
-        return p.stats().slots[static_cast<int>(s)];
-    }
-    [[nodiscard]] static std::uint64_t retired(const test_pool& p, core::retire_reason r) {
-        return p.stats().retirements[static_cast<int>(r)];
-    }
     [[nodiscard]] std::vector<std::string> events() const { return hooks_->events; }
 
     std::shared_ptr<hook_log> hooks_ = std::make_shared<hook_log>();
@@ -157,14 +151,14 @@ TEST_F(health, a_stale_resource_that_passes_its_check_is_granted) {
     pool->async_acquire(record(a));
     settle();
     EXPECT_FALSE(a.done) << "granted before its check came back";
-    EXPECT_EQ(slots(*pool, core::slot_state::checking), 1u);
+    EXPECT_EQ(pool->stats().slots_checking, 1u);
     advance(20ms);
     ASSERT_EQ(a.completions, 1);
     EXPECT_FALSE(a.ec);
     ASSERT_TRUE(a.lease);
     EXPECT_EQ(a.lease->id(), 1);
     EXPECT_EQ(events(), (strings{"check 1", "check 1 returned"}));
-    const core::stats s = pool->stats();
+    const pool_stats s = pool->stats();
     EXPECT_EQ(s.checks_started, 1u);
     EXPECT_EQ(s.checks_passed, 1u);
     EXPECT_EQ(s.checks_failed, 0u);
@@ -181,10 +175,10 @@ void expect_replaced_after_a_dead_check(const test_pool& pool, const outcome& a,
     EXPECT_EQ(log.created, 2);
     EXPECT_EQ(log.closed, 1);
     EXPECT_EQ(log.destroyed, 1);
-    const core::stats s = pool.stats();
+    const pool_stats s = pool.stats();
     EXPECT_EQ(s.checks_failed, 1u);
     EXPECT_EQ(s.checks_passed, 0u);
-    EXPECT_EQ(s.retirements[static_cast<int>(core::retire_reason::died)], 1u);
+    EXPECT_EQ(s.retired_died, 1u);
 }
 
 TEST_F(health, a_resource_that_fails_its_check_is_closed_and_the_waiter_gets_a_fresh_one) {
@@ -219,7 +213,7 @@ TEST_F(health, a_check_that_times_out_is_cancelled_and_its_resource_closed_only_
     advance(1ns);
     EXPECT_EQ(events(), (strings{"check 1", "check 1 cancelled"}));
     EXPECT_EQ(log_->closed, 0) << "closed while its check still ran";
-    EXPECT_EQ(slots(*pool, core::slot_state::checking), 1u);
+    EXPECT_EQ(pool->stats().slots_checking, 1u);
     EXPECT_FALSE(a.done);
     advance(30ms);  // the hook returns (true, too late): dead
     expect_replaced_after_a_dead_check(*pool, a, *log_);
@@ -228,7 +222,7 @@ TEST_F(health, a_check_that_times_out_is_cancelled_and_its_resource_closed_only_
 
 TEST_F(health, a_waiter_that_times_out_or_is_cancelled_during_its_check_completes_once_and_is_never_granted) {
     pool_options o = health_options(1, 1);
-    o.scheduler.check_after_idle = 10'000'000;
+    o.check_after_idle = 10ms;
     auto pool = make_health_pool(o);
     settle();
     advance(10ms);
@@ -251,7 +245,7 @@ TEST_F(health, a_waiter_that_times_out_or_is_cancelled_during_its_check_complete
     EXPECT_EQ(cancelled.completions, 1);
     EXPECT_FALSE(timed.lease);
     EXPECT_FALSE(cancelled.lease);
-    EXPECT_EQ(slots(*pool, core::slot_state::idle), 1u);
+    EXPECT_EQ(pool->stats().slots_idle, 1u);
     EXPECT_EQ(pool->stats().checks_passed, pool->stats().checks_started);
     EXPECT_EQ(log_->created, 1);
 }
@@ -260,7 +254,7 @@ TEST_F(health, a_waiter_that_times_out_or_is_cancelled_during_its_check_complete
 
 TEST_F(health, keepalive_replaces_a_dead_idle_resource_before_any_request) {
     pool_options o = health_options(2, 2);
-    o.scheduler.keepalive_interval = 100'000'000;  // 100 ms
+    o.keepalive_interval = 100ms;
     auto pool = make_health_pool(o);
     settle();
     ASSERT_EQ(log_->created, 2);
@@ -273,12 +267,12 @@ TEST_F(health, keepalive_replaces_a_dead_idle_resource_before_any_request) {
     EXPECT_EQ(seen, (strings{"check 1", "check 1 returned", "check 2", "check 2 returned", "close 1"}));
     EXPECT_EQ(log_->created, 3) << "min_slots restored";
     EXPECT_EQ(log_->destroyed, 1);
-    const core::stats s = pool->stats();
+    const pool_stats s = pool->stats();
     EXPECT_EQ(s.acquires, 0u);
     EXPECT_EQ(s.checks_failed, 1u);
     EXPECT_EQ(s.checks_passed, 1u);
-    EXPECT_EQ(s.retirements[static_cast<int>(core::retire_reason::died)], 1u);
-    EXPECT_EQ(slots(*pool, core::slot_state::idle), 2u);
+    EXPECT_EQ(s.retired_died, 1u);
+    EXPECT_EQ(pool->stats().slots_idle, 2u);
     advance(100ms);  // resource 2 and the new 3 are kept alive: checked, not replaced
     EXPECT_EQ(log_->created, 3);
     EXPECT_EQ(pool->stats().checks_passed, 3u);
@@ -296,7 +290,7 @@ protected:
     // A one-slot pool that resets on release; `holder` has resource 1, `waiter` queues.
     std::unique_ptr<test_pool> held_with_a_waiter(outcome& holder, outcome& waiter) {
         pool_options o = health_options(1, 1);
-        o.scheduler.reset_on_release = true;
+        o.reset_on_release = true;
         auto pool = make_health_pool(o);
         settle();
         pool->async_acquire(record(holder));
@@ -315,13 +309,13 @@ TEST_F(reset_on_release, a_reset_that_succeeds_hands_the_resource_on) {
     holder.lease.release();
     settle();
     EXPECT_FALSE(waiter.done) << "granted before its reset came back";
-    EXPECT_EQ(slots(*pool, core::slot_state::resetting), 1u);
+    EXPECT_EQ(pool->stats().slots_resetting, 1u);
     advance(20ms);
     ASSERT_EQ(waiter.completions, 1);
     ASSERT_TRUE(waiter.lease);
     EXPECT_EQ(waiter.lease->id(), 1);
     EXPECT_EQ(events(), (strings{"reset 1", "reset 1 returned"}));
-    const core::stats s = pool->stats();
+    const pool_stats s = pool->stats();
     EXPECT_EQ(s.resets_started, 1u);
     EXPECT_EQ(s.resets_failed, 0u);
     EXPECT_EQ(log_->created, 1);
@@ -334,10 +328,10 @@ void expect_retired_after_a_failed_reset(const test_pool& pool, const outcome& w
     EXPECT_EQ(waiter.lease->id(), 2) << "the waiter got the resource whose reset failed";
     EXPECT_EQ(log.created, 2);
     EXPECT_EQ(log.closed, 1);
-    const core::stats s = pool.stats();
+    const pool_stats s = pool.stats();
     EXPECT_EQ(s.resets_started, 1u);
     EXPECT_EQ(s.resets_failed, 1u);
-    EXPECT_EQ(s.retirements[static_cast<int>(core::retire_reason::reset_failed)], 1u);
+    EXPECT_EQ(s.retired_reset_failed, 1u);
 }
 
 TEST_F(reset_on_release, a_reset_that_fails_retires_the_resource_and_the_waiter_gets_a_fresh_one) {
@@ -372,7 +366,7 @@ TEST_F(reset_on_release, a_reset_that_times_out_is_cancelled_and_its_resource_cl
     advance(1ns);
     EXPECT_EQ(events(), (strings{"reset 1", "reset 1 cancelled"}));
     EXPECT_EQ(log_->closed, 0) << "closed while its reset still ran";
-    EXPECT_EQ(slots(*pool, core::slot_state::resetting), 1u);
+    EXPECT_EQ(pool->stats().slots_resetting, 1u);
     EXPECT_FALSE(waiter.done);
     advance(30ms);
     expect_retired_after_a_failed_reset(*pool, waiter, *log_);
@@ -407,7 +401,7 @@ TEST_F(health, close_waits_for_a_check_in_flight_and_rejects_its_waiter_once) {
     EXPECT_EQ(a.ec, make_error_code(error::closed));
     advance(10ms);
     ASSERT_EQ(c.completions, 1);
-    EXPECT_EQ(c.ec, make_error_code(error::timed_out));
+    EXPECT_EQ(c.ec, make_error_code(error::timeout));
     EXPECT_EQ(c.report.slots_checking, 1u);
     EXPECT_EQ(log_->closed, 0);
     bool closed = false;
@@ -425,7 +419,7 @@ TEST_F(health, close_waits_for_a_check_in_flight_and_rejects_its_waiter_once) {
 std::string refusal(boost::asio::io_context& io, const pool_options& o, resource_hooks<resource> h) {
     try {
         test_pool p(io.get_executor(), o, std::move(h));
-    } catch (const core::config_error& e) {
+    } catch (const config_error& e) {
         return e.what();
     }
     return "";
@@ -442,15 +436,15 @@ TEST_F(health, a_setting_whose_hook_is_missing_is_refused_naming_it) {
         return what.find(field) != std::string::npos;
     };
     pool_options o = health_options(1, 0);
-    o.scheduler.check_after_idle = 1;
-    EXPECT_PRED2(contains, refusal(io, o, without(false, true)), "scheduler.check_after_idle");
+    o.check_after_idle = 1ns;
+    EXPECT_PRED2(contains, refusal(io, o, without(false, true)), "check_after_idle");
     EXPECT_EQ(refusal(io, o, without(true, false)), "");
     o = health_options(1, 0);
-    o.scheduler.keepalive_interval = 1;
-    EXPECT_PRED2(contains, refusal(io, o, without(false, true)), "scheduler.keepalive_interval");
+    o.keepalive_interval = 1ns;
+    EXPECT_PRED2(contains, refusal(io, o, without(false, true)), "keepalive_interval");
     o = health_options(1, 0);
-    o.scheduler.reset_on_release = true;
-    EXPECT_PRED2(contains, refusal(io, o, without(true, false)), "scheduler.reset_on_release");
+    o.reset_on_release = true;
+    EXPECT_PRED2(contains, refusal(io, o, without(true, false)), "reset_on_release");
     EXPECT_EQ(refusal(io, o, without(false, true)), "");
     o = health_options(1, 0);
     EXPECT_EQ(refusal(io, o, without(false, false)), "") << "no setting needs a hook";
@@ -480,10 +474,10 @@ TEST_F(health, the_create_and_close_constructor_is_the_hooks_one_without_check_a
 TEST_F(health, a_recording_with_checks_and_resets_replays_identically) {
     scratch_directory dumps;
     pool_options o = health_options(2, 1);
-    o.scheduler.check_after_idle = 10'000'000;     // 10 ms
-    o.scheduler.keepalive_interval = 500'000'000;  // 500 ms
-    o.scheduler.max_concurrent_checks = 2;
-    o.scheduler.reset_on_release = true;
+    o.check_after_idle = 10ms;
+    o.keepalive_interval = 500ms;
+    o.max_concurrent_checks = 2;
+    o.reset_on_release = true;
     o.recording = whole_test_in_memory();
     auto pool = make_health_pool(o);
     int dumped = 0;
@@ -491,7 +485,7 @@ TEST_F(health, a_recording_with_checks_and_resets_replays_identically) {
         settle();
         const auto dir = dumps / std::to_string(dumped++);
         ASSERT_FALSE(pool->dump_recording(dir)) << when;
-        EXPECT_EQ(pool->stats(), counters_of_recording(dir)) << when;
+        EXPECT_EQ(pool->diagnostics().scheduler, counters_of_recording(dir)) << when;
     };
     published("warm");
     outcome a, b, c, d;
@@ -535,7 +529,7 @@ TEST_F(health, a_recording_with_checks_and_resets_replays_identically) {
         EXPECT_NE(text.find(kind), std::string::npos) << "the recording has no" << kind;
     for (const char* outcome : {"outcome=alive", "outcome=dead", "outcome=ok", "outcome=failed", "reason=reset_failed"})
         EXPECT_NE(text.find(outcome), std::string::npos) << "the recording has no " << outcome;
-    const core::stats s = pool->stats();
+    const pool_stats s = pool->stats();
     EXPECT_GT(s.checks_passed, 0u);
     EXPECT_GT(s.checks_failed, 0u);
     EXPECT_GE(s.resets_failed, 2u);

@@ -79,16 +79,16 @@ enum class raced { create, close, check, reset };
 boost::system::error_code run(raced kind, race_log& log, int races) {
     asio::io_context io;
     pool_options o;
-    o.scheduler.max_slots = 8;
-    o.scheduler.min_slots = 8;
-    o.scheduler.spawn_backoff_initial = 1;
-    o.scheduler.spawn_backoff_max = 1;
+    o.max_slots = 8;
+    o.min_slots = 8;
+    o.spawn_backoff_initial = 1ns;
+    o.spawn_backoff_max = 1ns;
     resource_hooks<counted> hooks;
     hooks.create = [&log]() -> asio::awaitable<counted> { co_return counted(log.live); };
     switch (kind) {
         case raced::create:
             o.create_timeout = timeout;
-            o.scheduler.max_lifetime = 200'000;  // 0.2 ms: slots retire and are made again
+            o.max_lifetime = 200us;  // slots retire and are made again
             hooks.create = [&log]() -> asio::awaitable<counted> {
                 co_await around_the_timeout(log);
                 co_return counted(log.live);
@@ -96,18 +96,18 @@ boost::system::error_code run(raced kind, race_log& log, int races) {
             break;
         case raced::close:
             o.retire_grace = timeout;
-            o.scheduler.max_lifetime = 200'000;
+            o.max_lifetime = 200us;
             hooks.close = [&log](counted&) -> asio::awaitable<void> { co_await around_the_timeout(log); };
             break;
         case raced::check:
             o.check_timeout = timeout;
-            o.scheduler.keepalive_interval = 100'000;  // 0.1 ms: idle slots are checked again and again
-            o.scheduler.max_concurrent_checks = 8;
+            o.keepalive_interval = 100us;  // idle slots are checked again and again
+            o.max_concurrent_checks = 8;
             hooks.check = [&log](counted&) { return around_the_timeout(log); };
             break;
         case raced::reset:
             o.reset_timeout = timeout;
-            o.scheduler.reset_on_release = true;
+            o.reset_on_release = true;
             hooks.reset = [&log](counted&) { return around_the_timeout(log); };
             break;
     }

@@ -17,7 +17,9 @@
 
 #include <unistd.h>
 
-#include "fairpool/asio/prometheus_handles.hpp"
+#include "fairpool/asio/detail/prometheus_handles.hpp"
+#include "fairpool/asio/prometheus.hpp"
+#include "fairpool/core/prometheus.hpp"
 #include "fixture.hpp"
 #include "recording_check.hpp"
 
@@ -25,10 +27,6 @@ namespace fairpool::testing {
 namespace {
 
 using boost::system::error_code;
-
-constexpr auto slots_in = [](const core::stats& s, core::slot_state state) {
-    return s.slots[static_cast<std::size_t>(state)];
-};
 
 handle_options capped(std::uint64_t max_leases, std::string name = {}) {
     handle_options o;
@@ -52,7 +50,7 @@ TEST_F(isolation, a_capped_handles_second_acquire_queues_until_its_lease_returns
     settle();
     ASSERT_TRUE(g1.lease);
     EXPECT_FALSE(g2.done) << "granted beyond its cap of 1";
-    EXPECT_EQ(slots_in(pool->stats(), core::slot_state::idle), 1u);  // idle beside it: the cap, not the size
+    EXPECT_EQ(pool->stats().slots_idle, 1u);  // idle beside it: the cap, not the size
     EXPECT_EQ(pool->stats().waiters_behind_cap, 1u);
     EXPECT_EQ(pool->stats().handles_at_cap, 1u);
     light.async_acquire(record(l1));
@@ -71,7 +69,7 @@ TEST_F(isolation, a_capped_handles_second_acquire_queues_until_its_lease_returns
 
 TEST_F(isolation, the_configs_cap_applies_to_handles_without_options_and_an_option_overrides_it) {
     auto o = options(3, 3);
-    o.scheduler.max_leases_per_handle = 1;
+    o.max_leases_per_handle = 1;
     auto pool = make_pool(o);
     settle();
     auto plain = pool->make_handle();
@@ -94,7 +92,7 @@ TEST_F(isolation, the_configs_cap_applies_to_handles_without_options_and_an_opti
 TEST_F(isolation, a_bad_weight_is_refused_at_make_handle_and_nothing_is_sent) {
     auto pool = make_pool(options(1, 1));
     settle();
-    const std::uint64_t fed = pool->commands_fed();
+    const std::uint64_t fed = pool->diagnostics().commands_fed;
     for (const std::uint32_t weight : {0U, 65536U}) {
         handle_options o;
         o.weight = weight;
@@ -105,7 +103,7 @@ TEST_F(isolation, a_bad_weight_is_refused_at_make_handle_and_nothing_is_sent) {
     heaviest.weight = 65535;
     auto h = pool->make_handle(heaviest);
     settle();
-    EXPECT_EQ(pool->commands_fed(), fed);
+    EXPECT_EQ(pool->diagnostics().commands_fed, fed);
     outcome o;
     h.async_acquire(record(o));
     settle();
@@ -116,13 +114,13 @@ TEST_F(isolation, a_bad_weight_is_refused_at_make_handle_and_nothing_is_sent) {
 
 TEST_F(isolation, resize_grows_then_shrinks_retiring_idle_slots_at_once_and_leased_ones_when_released) {
     auto o = options(1, 1);
-    o.scheduler.slot_capacity = 3;
+    o.slot_capacity = 3;
     auto pool = make_pool(o);
     settle();
     ASSERT_FALSE(pool->resize(3, 3));
     settle();
     EXPECT_EQ(log_->created, 3);
-    EXPECT_EQ(slots_in(pool->stats(), core::slot_state::idle), 3u);
+    EXPECT_EQ(pool->stats().slots_idle, 3u);
     outcome a, b;
     pool->async_acquire(record(a));
     pool->async_acquire(record(b));
@@ -132,41 +130,41 @@ TEST_F(isolation, resize_grows_then_shrinks_retiring_idle_slots_at_once_and_leas
     ASSERT_FALSE(pool->resize(1, 0));
     settle();
     run_due();
-    core::stats s = pool->stats();
+    pool_stats s = pool->stats();
     EXPECT_EQ(s.resizes, 2u);
-    EXPECT_EQ(s.retirements[static_cast<std::size_t>(core::retire_reason::resize)], 1u);  // the idle one
+    EXPECT_EQ(s.retired_resize, 1u);  // the idle one
     EXPECT_EQ(log_->closed, 1);
-    EXPECT_EQ(slots_in(s, core::slot_state::leased), 2u);
+    EXPECT_EQ(s.slots_leased, 2u);
     a.lease.release();  // surplus: retired when it comes back
     settle();
     run_due();
     s = pool->stats();
-    EXPECT_EQ(s.retirements[static_cast<std::size_t>(core::retire_reason::resize)], 2u);
+    EXPECT_EQ(s.retired_resize, 2u);
     EXPECT_EQ(log_->closed, 2);
     EXPECT_EQ(log_->destroyed, 2);
     b.lease.release();  // one slot live, as max_slots says: kept
     settle();
     s = pool->stats();
-    EXPECT_EQ(s.retirements[static_cast<std::size_t>(core::retire_reason::resize)], 2u);
-    EXPECT_EQ(slots_in(s, core::slot_state::idle), 1u);
-    EXPECT_EQ(slots_in(s, core::slot_state::empty), 2u);
+    EXPECT_EQ(s.retired_resize, 2u);
+    EXPECT_EQ(s.slots_idle, 1u);
+    EXPECT_EQ(*o.slot_capacity - s.held, 2u);  // empty
     EXPECT_EQ(log_->created, 3);
 }
 
 TEST_F(isolation, resize_refuses_bad_sizes_on_the_callers_thread_and_changes_nothing) {
     auto o = options(2, 1);
-    o.scheduler.slot_capacity = 3;
+    o.slot_capacity = 3;
     auto pool = make_pool(o);
     settle();
-    const core::stats before = pool->stats();
-    const std::uint64_t fed = pool->commands_fed();
-    const std::uint64_t posted = pool->drains_posted();
+    const pool_stats before = pool->stats();
+    const std::uint64_t fed = pool->diagnostics().commands_fed;
+    const std::uint64_t posted = pool->diagnostics().drains_posted;
     for (const auto& [max, min] : {std::pair<std::uint64_t, std::uint64_t>{0, 0}, {4, 0}, {2, 3}, {1, 2},
                                    {~std::uint64_t{0}, 0}, {1ULL << 32, 0}})
         EXPECT_EQ(pool->resize(max, min), make_error_code(error::bad_size)) << max << " " << min;
     settle();
-    EXPECT_EQ(pool->commands_fed(), fed);
-    EXPECT_EQ(pool->drains_posted(), posted) << "a refused resize sent something";
+    EXPECT_EQ(pool->diagnostics().commands_fed, fed);
+    EXPECT_EQ(pool->diagnostics().drains_posted, posted) << "a refused resize sent something";
     EXPECT_EQ(pool->stats(), before);
     EXPECT_EQ(make_error_code(error::bad_size).message(),
               "bad pool size: max_slots must be 1..slot_capacity and min_slots at most max_slots");
@@ -178,22 +176,22 @@ TEST_F(isolation, resize_refuses_bad_sizes_on_the_callers_thread_and_changes_not
 
 TEST_F(isolation, resizes_the_pool_has_not_taken_yet_coalesce_the_latest_winning) {
     auto o = options(1, 1);
-    o.scheduler.slot_capacity = 4;
+    o.slot_capacity = 4;
     auto pool = make_pool(o);
     settle();
     // From outside the pool's executor: each posts (or finds posted) a drain; none runs yet.
     ASSERT_FALSE(pool->resize(4, 4));
     ASSERT_FALSE(pool->resize(2, 2));
     settle();
-    const core::stats s = pool->stats();
+    const pool_stats s = pool->stats();
     EXPECT_EQ(s.resizes, 1u);
     EXPECT_EQ(log_->created, 2);
-    EXPECT_EQ(slots_in(s, core::slot_state::idle), 2u);
+    EXPECT_EQ(s.slots_idle, 2u);
 }
 
 TEST_F(isolation, resize_after_shutdown_is_refused_closed) {
     auto o = options(1, 1);
-    o.scheduler.slot_capacity = 2;
+    o.slot_capacity = 2;
     auto pool = make_pool(o);
     settle();
     bool closed = false;
@@ -241,8 +239,8 @@ TEST(isolation_threads, a_resize_racing_the_close_is_either_fed_before_the_shutd
         auto work = boost::asio::make_work_guard(io);
         std::thread runner([&io] { io.run(); });
         pool_options o;
-        o.scheduler.max_slots = 2;
-        o.scheduler.min_slots = 0;
+        o.max_slots = 2;
+        o.min_slots = 0;
         o.recording = whole_test_in_memory();
         auto p = std::make_unique<pool<int>>(io.get_executor(), o, []() -> boost::asio::awaitable<int> { co_return 1; });
         std::atomic<int> accepted{0};
@@ -282,7 +280,7 @@ TEST(isolation_threads, a_resize_racing_the_close_is_either_fed_before_the_shutd
 
 TEST_F(isolation, handle_stats_count_exactly_a_scripted_sequence) {
     auto o = options(2, 2);
-    o.scheduler.max_waiters = 1;
+    o.max_waiters = 1;
     o.mailbox_capacity = 1;  // two acquires outstanding at most: the third is busy
     auto pool = make_pool(o);
     settle();
@@ -422,10 +420,10 @@ TEST_F(isolation, the_prometheus_text_of_two_named_handles) {
     a1.lease.release();  // b1 waited 1.0002515 s
     settle();
     ASSERT_TRUE(b1.lease);
-    const prometheus_handle handles[] = {{a.name(), a.stats()}, {b.name(), b.stats()}};
-    std::string text;
-    append_prometheus_handles(text, "db", handles);
-    EXPECT_EQ(text, R"(# HELP fairpool_handle_acquires_total Acquires of the handle that reached the scheduler.
+    // What a scrape gets: the pool's families, then its handles'.
+    const std::string text = prometheus_text(*pool, "db", {a.observer(), b.observer()});
+    EXPECT_EQ(text, core::prometheus_text(pool->diagnostics().scheduler, "db") +
+                        R"(# HELP fairpool_handle_acquires_total Acquires of the handle that reached the scheduler.
 # TYPE fairpool_handle_acquires_total counter
 fairpool_handle_acquires_total{pool="db",tenant="alpha"} 1
 fairpool_handle_acquires_total{pool="db",tenant="b\"eta"} 2
@@ -474,11 +472,11 @@ TEST(isolation_prometheus, two_pools_handles_give_each_family_once) {
     alpha.wait_total_ns = 1'500'000'000, alpha.wait_max_ns = 1'000'000'000;
     beta.acquires = 1, beta.rejected_timeout = 1;
     gamma.acquires = 5, gamma.grants = 5, gamma.leases_out_max = 1, gamma.wait_total_ns = 250, gamma.wait_max_ns = 100;
-    const prometheus_handle db[] = {{"alpha", alpha}, {"beta", beta}};
-    const prometheus_handle cache[] = {{"gamma", gamma}};
-    const prometheus_pool_handles pools[] = {{"db", db}, {"cache", cache}};
+    const detail::prometheus_handle db[] = {{"alpha", alpha}, {"beta", beta}};
+    const detail::prometheus_handle cache[] = {{"gamma", gamma}};
+    const detail::prometheus_pool_handles pools[] = {{"db", db}, {"cache", cache}};
     std::string text;
-    append_prometheus_handles(text, pools);
+    detail::append_prometheus_handles(text, pools);
     EXPECT_EQ(text, R"(# HELP fairpool_handle_acquires_total Acquires of the handle that reached the scheduler.
 # TYPE fairpool_handle_acquires_total counter
 fairpool_handle_acquires_total{pool="db",tenant="alpha"} 3
@@ -532,9 +530,9 @@ fairpool_handle_wait_seconds_max{pool="cache",tenant="gamma"} 0.0000001
 )");
     // One pool through the span is the single-pool overload's text.
     std::string one;
-    append_prometheus_handles(one, "db", db);
+    detail::append_prometheus_handles(one, "db", db);
     std::string through_span;
-    append_prometheus_handles(through_span, std::span(pools, 1));
+    detail::append_prometheus_handles(through_span, std::span(pools, 1));
     EXPECT_EQ(one, through_span);
 }
 
@@ -545,8 +543,8 @@ fairpool_handle_wait_seconds_max{pool="cache",tenant="gamma"} 0.0000001
 TEST_F(isolation, a_recording_with_caps_and_resizes_replays_identically) {
     scratch_directory dumps;
     auto o = options(1, 1);
-    o.scheduler.slot_capacity = 3;
-    o.scheduler.max_leases_per_handle = 2;
+    o.slot_capacity = 3;
+    o.max_leases_per_handle = 2;
     o.recording = whole_test_in_memory();
     auto pool = make_pool(o);
     settle();
@@ -575,7 +573,7 @@ TEST_F(isolation, a_recording_with_caps_and_resizes_replays_identically) {
     EXPECT_FALSE(p3.done);
     const auto dir = dumps / "caps";
     ASSERT_FALSE(pool->dump_recording(dir));
-    EXPECT_EQ(pool->stats(), counters_of_recording(dir));
+    EXPECT_EQ(pool->diagnostics().scheduler, counters_of_recording(dir));
     const auto files = segment_files(dir);
     ASSERT_EQ(files.size(), 1u);
     const std::string text = file_text(files.front());

@@ -27,8 +27,8 @@ using boost::system::error_code;
 
 pool_options one_slot() {
     pool_options o;
-    o.scheduler.max_slots = 1;
-    o.scheduler.min_slots = 1;
+    o.max_slots = 1;
+    o.min_slots = 1;
     return o;
 }
 
@@ -103,7 +103,7 @@ TEST(adapter_lifetime, queued_acquire_does_not_outlive_a_destroyed_io_context) {
     {
         boost::asio::io_context io;
         auto p = make_int_pool(io);
-        state = p->lifetime();
+        state = p->diagnostics().lifetime;
         settle(io);  // prewarmed
         lease<int> held = lease_now(*p, io);
         ASSERT_TRUE(held);
@@ -126,7 +126,7 @@ TEST(adapter_lifetime, an_acquire_still_in_the_mailbox_does_not_outlive_a_destro
     {
         boost::asio::io_context io;
         auto p = make_int_pool(io);
-        state = p->lifetime();
+        state = p->diagnostics().lifetime;
         settle(io);
         p->async_acquire(handler.take());
         ASSERT_FALSE(handler.destroyed());  // in the mailbox, its drain posted
@@ -157,7 +157,7 @@ TEST(adapter_lifetime, nothing_of_the_pool_is_held_after_a_foreign_handler_has_i
     std::optional<lease<int>> got;
     boost::asio::io_context io;
     auto p = make_int_pool(io);
-    state = p->lifetime();
+    state = p->diagnostics().lifetime;
     settle(io);
     p->async_acquire(boost::asio::bind_executor(other, [&](error_code ec, lease<int> l) {
         EXPECT_FALSE(ec);
@@ -195,18 +195,18 @@ TEST(adapter_lifetime, a_grant_destroyed_undelivered_frees_its_handler_and_retur
     {
         boost::asio::io_context io;
         auto p = make_int_pool(io);
-        state = p->lifetime();
+        state = p->diagnostics().lifetime;
         settle(io);
         {
             boost::asio::io_context other;  // never run
             p->async_acquire(boost::asio::bind_executor(other, handler.take()));
             settle(io);  // granted: the delivery waits in `other`
-            EXPECT_EQ(p->stats().slots[static_cast<int>(core::slot_state::leased)], 1u);
+            EXPECT_EQ(p->stats().slots_leased, 1u);
         }  // `other` destroyed with the delivery in it
         EXPECT_FALSE(handler.invoked);
         EXPECT_TRUE(handler.destroyed()) << "the undelivered handler was never destroyed";
         settle(io);
-        EXPECT_EQ(p->stats().slots[static_cast<int>(core::slot_state::leased)], 0u)
+        EXPECT_EQ(p->stats().slots_leased, 0u)
             << "the slot granted to the undelivered operation never came back";
         bool closed = false;
         p->async_close([&closed](error_code ec, close_report r) { closed = !ec && r.closed; });
@@ -227,7 +227,7 @@ TEST(adapter_lifetime, a_deferred_acquire_launched_after_its_pool_and_handle_are
     std::optional<error_code> outcome;
     {
         auto p = make_int_pool(io);
-        state = p->lifetime();
+        state = p->diagnostics().lifetime;
         auto h = p->make_handle();
         auto deferred_acquire = h.async_acquire(boost::asio::deferred);
         h.reset();
@@ -256,7 +256,7 @@ TEST(adapter_lifetime, a_rejection_holds_no_reference_to_the_pool_while_its_hand
     std::optional<bool> expired_in_handler;
     {
         auto p = make_int_pool(io);
-        state = p->lifetime();
+        state = p->diagnostics().lifetime;
         settle(io);
         bool closed = false;
         p->async_close([&closed](error_code ec, close_report r) { closed = !ec && r.closed; });
@@ -313,7 +313,7 @@ round_trip_counts round_trip_on_the_executor(boost::asio::io_context& io, pool<i
 TEST(adapter_lifetime, a_lease_released_on_the_pool_executor_hands_its_reference_to_the_next_lease) {
     boost::asio::io_context io;
     auto p = make_int_pool(io);
-    const std::weak_ptr<const void> state = p->lifetime();
+    const std::weak_ptr<const void> state = p->diagnostics().lifetime;
     settle(io);
     const round_trip_counts counts = round_trip_on_the_executor(io, *p, state);
     ASSERT_GT(counts.with_lease, 1);  // the pool's and the lease's, at least
@@ -324,7 +324,7 @@ TEST(adapter_lifetime, a_lease_released_on_the_pool_executor_hands_its_reference
 TEST(adapter_lifetime, the_references_the_actor_keeps_go_when_the_pool_closes) {
     boost::asio::io_context io;
     auto p = make_int_pool(io);
-    const std::weak_ptr<const void> state = p->lifetime();
+    const std::weak_ptr<const void> state = p->diagnostics().lifetime;
     settle(io);
     round_trip_on_the_executor(io, *p, state);
     p.reset();   // shuts down
@@ -337,7 +337,7 @@ TEST(adapter_lifetime, the_references_the_actor_keeps_go_with_an_io_context_dest
     {
         boost::asio::io_context io;
         auto p = make_int_pool(io);
-        state = p->lifetime();
+        state = p->diagnostics().lifetime;
         settle(io);
         round_trip_on_the_executor(io, *p, state);
         p.reset();  // its shutdown is posted, and never runs
@@ -358,7 +358,7 @@ TEST(adapter_lifetime, a_lease_handle_and_pool_outliving_their_io_context_touch_
         io->get_executor(), one_slot(), []() -> boost::asio::awaitable<std::shared_ptr<int>> {
             co_return std::make_shared<int>(7);
         });
-    state = p->lifetime();
+    state = p->diagnostics().lifetime;
     auto h = p->make_handle();
     lease<std::shared_ptr<int>> held = lease_now(h, *io);
     ASSERT_TRUE(held);
@@ -380,7 +380,7 @@ TEST(adapter_lifetime, a_pool_whose_deadline_timer_is_armed_outliving_its_io_con
     std::weak_ptr<const void> state;
     auto io = std::make_unique<boost::asio::io_context>();
     auto p = make_int_pool(*io);
-    state = p->lifetime();
+    state = p->diagnostics().lifetime;
     lease<int> held = lease_now(*p, *io);
     ASSERT_TRUE(held);
     bool completed = false;
@@ -407,7 +407,7 @@ TEST(adapter_lifetime, closes_waiting_when_the_io_context_goes_are_destroyed_unr
     boost::asio::cancellation_signal signal;
     auto io = std::make_unique<boost::asio::io_context>();
     auto p = make_int_pool(*io);
-    state = p->lifetime();
+    state = p->diagnostics().lifetime;
     lease<int> held = lease_now(*p, *io);
     ASSERT_TRUE(held);
     p->async_close(unbounded.take());
@@ -523,7 +523,7 @@ TEST(adapter_lifetime, an_acquire_destroyed_unrun_clears_its_cancellation_slot) 
             p->async_acquire(boost::asio::bind_cancellation_slot(
                 undelivered.slot(), boost::asio::bind_executor(other, [](error_code, lease<int>) {})));
             settle(io);  // granted: the delivery waits in `other`
-            ASSERT_EQ(p->stats().slots[static_cast<int>(core::slot_state::leased)], 1u);
+            ASSERT_EQ(p->stats().slots_leased, 1u);
         }  // `other` destroyed with the delivery in it
         EXPECT_FALSE(undelivered.slot().has_handler()) << "an undelivered grant left its cancellation handler";
         settle(io);  // the slot is back

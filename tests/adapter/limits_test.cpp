@@ -16,7 +16,6 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
-#include <limits>
 #include <new>
 #include <optional>
 #include <vector>
@@ -86,7 +85,7 @@ protected:
     tally run_stream(
         Start start_one, Between between = [](test_pool&) {}, BeforeRelease before_release = [] {}) {
         pool_options o = options(1, 1);
-        o.scheduler.max_waiters = 8;
+        o.max_waiters = 8;
         o.mailbox_capacity = 2040;
         auto pool = make_pool(o);
         settle();
@@ -112,7 +111,7 @@ protected:
 
         EXPECT_EQ(started, starve_total);
         EXPECT_EQ(got.not_exactly_once(), 0u) << "acquires completed never or more than once";
-        EXPECT_EQ(pool->stats().busy_rejections, 0u);
+        EXPECT_EQ(pool->stats().rejected_busy, 0u);
         before_release();
         holder.lease.release();
         pool.reset();
@@ -155,17 +154,17 @@ TEST_F(starving_adapter, deregistrations_are_served_whatever_the_drain_budget) {
 
 // T3. The slot-event queue is a Boost.Lockfree fixed-size queue, which holds at most
 // 65534 commands: a slot capacity of 65535 (given, or max_slots by default) is refused
-// by validate and by the constructor with core::config_error naming slot_capacity, never
+// by validate and by the constructor with fairpool::config_error naming slot_capacity, never
 // with Boost.Lockfree's std::runtime_error.
 TEST_F(adapter, slot_capacity_65535_is_refused_with_a_config_error) {
     auto by_default = options(65535);  // slot_capacity resolves to max_slots
     auto given = options(10);
-    given.scheduler.slot_capacity = 65535;
+    given.slot_capacity = 65535;
     for (const pool_options* o : {&by_default, &given}) {
         const std::optional<std::string> why = validate(*o);
         ASSERT_TRUE(why.has_value()) << "validate accepts slot_capacity 65535";
         EXPECT_THAT(*why, ::testing::HasSubstr("slot_capacity"));
-        EXPECT_THROW(make_pool(*o), core::config_error);
+        EXPECT_THROW(make_pool(*o), config_error);
     }
 }
 
@@ -174,7 +173,7 @@ TEST_F(adapter, slot_capacity_65535_is_refused_with_a_config_error) {
 TEST_F(adapter, slot_capacity_65534_holds_a_release_from_every_slot) {
     constexpr std::size_t slots = 65534;
     auto o = options(slots, slots);  // prewarmed: every acquire below is an immediate grant
-    o.scheduler.max_waiters = 1;
+    o.max_waiters = 1;
     o.mailbox_capacity = 32765;  // L = 32766, the most
     EXPECT_FALSE(validate(o).has_value());
     // No close hook: closing 65534 resources through it (each raced against a retire
@@ -183,7 +182,7 @@ TEST_F(adapter, slot_capacity_65534_holds_a_release_from_every_slot) {
     std::unique_ptr<test_pool> pool;
     ASSERT_NO_THROW(pool = std::make_unique<test_pool>(io.get_executor(), o, create));
     settle();
-    ASSERT_EQ(pool->stats().slots[static_cast<int>(core::slot_state::idle)], slots);
+    ASSERT_EQ(pool->stats().slots_idle, slots);
     // Every slot leased (in batches of at most L outstanding acquires), then every lease
     // released from off the executor: 65534 slot events in the mailbox at once.
     std::vector<test_lease> held;
@@ -203,32 +202,37 @@ TEST_F(adapter, slot_capacity_65534_holds_a_release_from_every_slot) {
     EXPECT_EQ(log_->created, static_cast<int>(slots));
     for (auto& l : held) l.release();
     settle();
-    EXPECT_EQ(pool->stats().slots[static_cast<int>(core::slot_state::leased)], 0u);
-    EXPECT_EQ(pool->stats().slots[static_cast<int>(core::slot_state::idle)], slots);
+    EXPECT_EQ(pool->stats().slots_leased, 0u);
+    EXPECT_EQ(pool->stats().slots_idle, slots);
     pool.reset();
     settle();
     EXPECT_EQ(log_->destroyed, static_cast<int>(slots));
 }
 
-// T4. A timeout of nanoseconds::max() is a deadline past the Clock's range: it is
-// "never" in effect, and must arm no timer that fires at once (epoch + deadline
-// overflowing into the past: the actor would drain, find the deadline not reached and
-// re-arm, for as long as the waiter waits). The clock has been running (an epoch far
-// from 0) when the pool is made. Polling runs at most a couple of drains; the waiter is
-// granted once the lease comes back.
+// T4. The largest finite timeout (one below fairpool::forever, which is no deadline at
+// all) is a deadline past the Clock's range: it is "never" in effect, and must arm no
+// timer that fires at once (epoch + deadline overflowing into the past: the actor would
+// drain, find the deadline not reached and re-arm, for as long as the waiter waits). The
+// clock has been running (an epoch far from 0) when the pool is made. Polling runs at
+// most a couple of drains; the waiter is granted once the lease comes back.
 TEST_F(adapter, a_deadline_past_the_clocks_range_arms_no_busy_timer) {
     manual_clock::advance(std::chrono::hours(1));  // process-wide, forward only: harmless to the other tests
+    auto o = options(1, 1);
+    o.acquire_timeout = forever;  // else the default 30 s deadline is the one armed, not the one past the range
+    auto pool = make_pool(o);
+    settle();
     outcome holder;
-    auto pool = one_slot_held(holder);
+    pool->async_acquire(record(holder));
+    settle();
     ASSERT_TRUE(holder.lease);
-    const std::uint64_t drains_before = pool->drains_run();
+    const std::uint64_t drains_before = pool->diagnostics().drains_run;
     outcome waiter;
-    pool->async_acquire(std::chrono::nanoseconds::max(), record(waiter));
+    pool->async_acquire(forever - std::chrono::nanoseconds(1), record(waiter));
     for (int i = 0; i < 200; ++i) {
         io.restart();
         io.poll_one();
     }
-    EXPECT_LE(pool->drains_run() - drains_before, 4u) << "the deadline timer keeps firing";
+    EXPECT_LE(pool->diagnostics().drains_run - drains_before, 4u) << "the deadline timer keeps firing";
     EXPECT_FALSE(waiter.done);
     holder.lease.release();
     poll_bounded(io, 100);
@@ -242,17 +246,17 @@ TEST_F(adapter, a_deadline_past_the_clocks_range_arms_no_busy_timer) {
 }
 
 // T4b. The same for a core deadline from the config: a lease held with a leak_threshold
-// of 2^63 - 1 ns has a deadline past the Clock's range; no timer may fire over and over,
-// and no leak is reported.
+// of 2^63 - 2 ns (the largest below fairpool::forever, which is off) has a deadline past
+// the Clock's range; no timer may fire over and over, and no leak is reported.
 TEST_F(adapter, a_config_deadline_past_the_clocks_range_arms_no_busy_timer) {
     manual_clock::advance(std::chrono::hours(1));
     auto o = options(1, 1);
-    o.scheduler.leak_threshold = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
+    o.leak_threshold = forever - std::chrono::nanoseconds(1);
     int leaks = 0;
     o.on_leak_suspected = [&leaks](std::uint32_t, std::uint64_t) { ++leaks; };
     auto pool = make_pool(o);
     poll_bounded(io, 100);
-    const std::uint64_t drains_before = pool->drains_run();
+    const std::uint64_t drains_before = pool->diagnostics().drains_run;
     outcome holder;
     pool->async_acquire(record(holder));
     for (int i = 0; i < 200; ++i) {
@@ -260,7 +264,7 @@ TEST_F(adapter, a_config_deadline_past_the_clocks_range_arms_no_busy_timer) {
         io.poll_one();
     }
     ASSERT_TRUE(holder.lease);
-    EXPECT_LE(pool->drains_run() - drains_before, 4u) << "the deadline timer keeps firing";
+    EXPECT_LE(pool->diagnostics().drains_run - drains_before, 4u) << "the deadline timer keeps firing";
     EXPECT_EQ(leaks, 0);
     holder.lease.release();
     pool.reset();
@@ -276,7 +280,7 @@ protected:
     void expect_a_deferred_close_completes_after_its_pool(bool run_first) {
         auto pool = make_pool(options(1, 1));
         settle();
-        const std::weak_ptr<const void> state = pool->lifetime();
+        const std::weak_ptr<const void> state = pool->diagnostics().lifetime;
         int completions = 0;
         error_code got;
         close_report report;
@@ -351,7 +355,7 @@ TEST_F(adapter, an_acquire_whose_operation_cannot_be_allocated_leaves_admission_
     EXPECT_FALSE(b.ec) << b.ec.message();
     EXPECT_TRUE(a.lease);
     EXPECT_TRUE(b.lease);
-    EXPECT_EQ(pool->stats().busy_rejections, 0u);
+    EXPECT_EQ(pool->stats().rejected_busy, 0u);
     a.lease.release();
     b.lease.release();
     pool.reset();
@@ -458,7 +462,7 @@ protected:
 TEST_F(closing_adapter, acquires_pushed_before_a_close_are_fed_before_the_shutdown) {
     constexpr std::size_t total = 1500;
     auto pool = make_big_pool();
-    ASSERT_EQ(pool->stats().slots[static_cast<int>(core::slot_state::idle)], slots);
+    ASSERT_EQ(pool->stats().slots_idle, slots);
     run r;
     acquire_then_close(*pool, total, r);
     EXPECT_EQ(r.granted, slots);
@@ -480,7 +484,7 @@ TEST_F(closing_adapter, releases_pushed_before_a_close_are_fed_before_the_shutdo
     for (auto& f : first) pool->async_acquire(record(f));
     settle();
     for (auto& f : first) ASSERT_TRUE(f.lease);
-    ASSERT_EQ(pool->stats().slots[static_cast<int>(core::slot_state::leased)], slots);
+    ASSERT_EQ(pool->stats().slots_leased, slots);
 
     for (auto& f : first) f.lease.release();  // off the executor: 1100 slot events pushed
     run r;

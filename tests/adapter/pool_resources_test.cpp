@@ -29,9 +29,9 @@ TEST_F(adapter, close_with_a_relative_timeout_times_out_like_a_deadline) {
     EXPECT_EQ(completions, 0) << "the close timeout fired early";
     advance(1ns);
     ASSERT_EQ(completions, 1);
-    EXPECT_EQ(ec, make_error_code(error::timed_out));
+    EXPECT_EQ(ec, make_error_code(error::timeout));
     bool closed = false;
-    pool->async_close(std::chrono::nanoseconds::max(), [&](error_code e, close_report r) { closed = !e && r.closed; });
+    pool->async_close(fairpool::forever, [&](error_code e, close_report r) { closed = !e && r.closed; });
     advance(24h);  // a timeout too large for the clock saturates: never
     EXPECT_FALSE(closed);
     holder.lease.release();
@@ -134,7 +134,7 @@ TEST_F(adapter, close_with_a_deadline_while_a_lease_is_out_times_out_then_closes
     EXPECT_EQ(c.completions, 0) << "the close deadline fired early";
     advance(1ns);
     ASSERT_EQ(c.completions, 1);
-    EXPECT_EQ(c.ec, make_error_code(error::timed_out));
+    EXPECT_EQ(c.ec, make_error_code(error::timeout));
     EXPECT_FALSE(c.report.closed);
     EXPECT_EQ(c.report.leases_out, 1u);
     EXPECT_EQ(c.report.waiters_queued, 0u);
@@ -214,7 +214,7 @@ TEST_F(adapter, a_coroutine_stops_waiting_for_a_close_when_its_own_timer_wins) {
     settle();
     advance(5ms);
     EXPECT_TRUE(gave_up) << "the coroutine still waits for a close it stopped caring about";
-    EXPECT_EQ(pool->stats().slots[static_cast<int>(core::slot_state::leased)], 1u);
+    EXPECT_EQ(pool->stats().slots_leased, 1u);
     holder.lease.release();
     bool closed = false;
     pool->async_close([&closed](error_code ec, close_report r) { closed = !ec && r.closed; });
@@ -244,7 +244,7 @@ TEST_F(adapter, two_waiting_closes_time_out_each_at_its_own_deadline) {
     EXPECT_EQ(order, "b");
     advance(1ns);
     EXPECT_EQ(order, "ba");
-    EXPECT_EQ(results, (std::vector<error_code>{make_error_code(error::timed_out), make_error_code(error::timed_out)}));
+    EXPECT_EQ(results, (std::vector<error_code>{make_error_code(error::timeout), make_error_code(error::timeout)}));
     holder.lease.release();
     settle();
     EXPECT_EQ(order, "ba");
@@ -259,7 +259,7 @@ TEST_F(adapter, dropping_every_pool_and_handle_object_shuts_down_and_frees_every
     test_lease survivor;
     {
         auto pool = make_pool(options(2, 2));
-        state = pool->lifetime();
+        state = pool->diagnostics().lifetime;
         settle();
         outcome a;
         auto tenant = pool->make_handle();
@@ -301,7 +301,7 @@ TEST_F(adapter, a_dirty_lease_resource_is_never_handed_out_again) {
         settle();
     }
     EXPECT_EQ(dirty.size(), 7u);  // rounds 0, 3, ..., 18
-    EXPECT_EQ(pool->stats().retirements[static_cast<int>(core::retire_reason::dirty)], 7u);
+    EXPECT_EQ(pool->stats().retired_dirty, 7u);
     EXPECT_EQ(log_->created, 8);  // one more for each dirty resource
     EXPECT_EQ(log_->destroyed, 7);
 }
@@ -312,7 +312,7 @@ TEST_F(adapter, a_moved_lease_keeps_its_dirty_mark) {
     auto pool = make_pool(options(1, 1));
     settle();
     const auto dirty_retirements = [&] {
-        return pool->stats().retirements[static_cast<int>(core::retire_reason::dirty)];
+        return pool->stats().retired_dirty;
     };
     // Takes resource `id`, marks its lease dirty, moves it by `move` into another lease
     // and releases that one.
@@ -373,7 +373,7 @@ TEST_F(adapter, factory_failures_back_off_and_waiters_time_out_cleanly) {
     EXPECT_FALSE(a.lease);
     EXPECT_EQ(a.completions, 1);
     EXPECT_EQ(pool->stats().spawn_failures, 9u);
-    EXPECT_EQ(pool->stats().rejections[static_cast<int>(core::reject_reason::timeout)], 1u);
+    EXPECT_EQ(pool->stats().rejected_timeout, 1u);
     advance(1h);  // nobody waits and min_slots is 0: no more attempts
     EXPECT_EQ(pool->stats().spawns, 9u);
 
@@ -427,15 +427,15 @@ TEST_F(adapter, a_resource_whose_close_hangs_is_dropped_after_retire_grace) {
     retire_one_dirty(pool);
     EXPECT_EQ(log_->closed, 1);  // its close has begun, and hangs
     EXPECT_EQ(log_->destroyed, 0);
-    EXPECT_EQ(pool.stats().slots[static_cast<int>(core::slot_state::retiring)], 1u);
+    EXPECT_EQ(pool.stats().slots_retiring, 1u);
     advance(100ms - 1ns);
     EXPECT_EQ(log_->destroyed, 0) << "dropped before its retire grace was over";
-    EXPECT_EQ(pool.stats().slots[static_cast<int>(core::slot_state::retiring)], 1u);
+    EXPECT_EQ(pool.stats().slots_retiring, 1u);
     advance(1ns);
     EXPECT_EQ(log_->destroyed, 1);
-    EXPECT_EQ(pool.stats().slots[static_cast<int>(core::slot_state::retiring)], 0u);
+    EXPECT_EQ(pool.stats().slots_retiring, 0u);
     EXPECT_EQ(log_->created, 2);  // min_slots: replaced
-    EXPECT_EQ(pool.stats().slots[static_cast<int>(core::slot_state::idle)], 1u);
+    EXPECT_EQ(pool.stats().slots_idle, 1u);
 }
 
 // A close hook that ignores cancellation (its wait is bound to an empty cancellation
@@ -452,17 +452,17 @@ TEST_F(adapter, a_close_that_ignores_cancellation_frees_its_slot_at_retire_grace
     test_pool& pool = *pool_owner;
     retire_one_dirty(pool);
     EXPECT_EQ(log_->closed, 1);
-    EXPECT_EQ(pool.stats().slots[static_cast<int>(core::slot_state::retiring)], 1u);
+    EXPECT_EQ(pool.stats().slots_retiring, 1u);
     advance(100ms - 1ns);
-    EXPECT_EQ(pool.stats().slots[static_cast<int>(core::slot_state::retiring)], 1u) << "freed before its grace";
+    EXPECT_EQ(pool.stats().slots_retiring, 1u) << "freed before its grace";
     advance(1ns);
-    EXPECT_EQ(pool.stats().slots[static_cast<int>(core::slot_state::retiring)], 0u);
+    EXPECT_EQ(pool.stats().slots_retiring, 0u);
     EXPECT_EQ(log_->created, 2);  // min_slots: replaced, while the old close still runs
-    EXPECT_EQ(pool.stats().slots[static_cast<int>(core::slot_state::idle)], 1u);
+    EXPECT_EQ(pool.stats().slots_idle, 1u);
     EXPECT_EQ(log_->destroyed, 0) << "destroyed while its close hook still uses it";
     advance(10s);  // the hook returns at last
     EXPECT_EQ(log_->destroyed, 1);
-    EXPECT_EQ(pool.stats().retirements[static_cast<int>(core::retire_reason::dirty)], 1u);
+    EXPECT_EQ(pool.stats().retired_dirty, 1u);
     outcome b;
     pool.async_acquire(record(b));
     settle();
@@ -493,7 +493,7 @@ TEST_F(adapter, a_factory_past_create_timeout_fails_the_spawn_and_its_late_resou
     EXPECT_EQ(calls, 1);
     advance(50ms - 1ns);
     EXPECT_EQ(pool.stats().spawn_failures, 0u) << "failed before create_timeout";
-    EXPECT_EQ(pool.stats().slots[static_cast<int>(core::slot_state::spawning)], 1u);
+    EXPECT_EQ(pool.stats().slots_spawning, 1u);
     advance(1ns);
     EXPECT_EQ(pool.stats().spawn_failures, 1u);
     EXPECT_FALSE(a.done) << "a failed spawn does not reject the waiter";
@@ -507,7 +507,7 @@ TEST_F(adapter, a_factory_past_create_timeout_fails_the_spawn_and_its_late_resou
     EXPECT_EQ(log_->destroyed, 1) << "the late resource was not destroyed";
     EXPECT_EQ(a.lease->id(), 1) << "the late resource replaced the one leased";
     EXPECT_EQ(pool.stats().spawns, 2u);
-    EXPECT_EQ(pool.stats().slots[static_cast<int>(core::slot_state::leased)], 1u);
+    EXPECT_EQ(pool.stats().slots_leased, 1u);
 }
 
 // A close is not held up for ever by a factory that never answers.
@@ -547,7 +547,7 @@ TEST_F(adapter, a_timed_out_close_reports_a_slot_still_retiring) {
     auto pool_owner = one_slot_whose_close_hangs();
     test_pool& pool = *pool_owner;
     retire_one_dirty(pool);  // its close hangs; max_slots 1: no replacement meanwhile
-    ASSERT_EQ(pool.stats().slots[static_cast<int>(core::slot_state::retiring)], 1u);
+    ASSERT_EQ(pool.stats().slots_retiring, 1u);
     close_outcome timed_out;
     close_past_its_deadline(pool, 10ms, timed_out);
     expect_report(timed_out.report, {.slots_retiring = 1});
@@ -570,13 +570,13 @@ TEST_F(adapter, a_resource_whose_close_throws_is_dropped_at_once) {
     retire_one_dirty(pool);  // no time passes: not held until retire_grace
     EXPECT_EQ(log_->closed, 1);
     EXPECT_EQ(log_->destroyed, 1);
-    EXPECT_EQ(pool.stats().slots[static_cast<int>(core::slot_state::retiring)], 0u);
+    EXPECT_EQ(pool.stats().slots_retiring, 0u);
     EXPECT_EQ(log_->created, 2);
 }
 
 TEST_F(adapter, a_lease_held_past_leak_threshold_is_reported_once) {
     auto o = options(2, 2);
-    o.scheduler.leak_threshold = 50'000'000;  // 50 ms
+    o.leak_threshold = std::chrono::milliseconds(50);
     std::vector<std::pair<std::uint32_t, std::uint64_t>> reports;
     o.on_leak_suspected = [&reports](std::uint32_t slot, std::uint64_t lease) { reports.emplace_back(slot, lease); };
     auto pool = make_pool(o);
@@ -600,7 +600,7 @@ TEST_F(adapter, a_lease_held_past_leak_threshold_is_reported_once) {
     EXPECT_EQ(reports.size(), 1u);  // once per lease
     kept.lease.release();
     settle();
-    EXPECT_EQ(pool->stats().slots[static_cast<int>(core::slot_state::idle)], 2u);
+    EXPECT_EQ(pool->stats().slots_idle, 2u);
 }
 
 }  // namespace

@@ -107,16 +107,16 @@ TEST_F(adapter, cancelled_waiter_before_grant_for_every_cancellation_type) {
         pool->async_acquire(boost::asio::bind_cancellation_slot(signal.slot(), record(waiter)));
         settle();
         EXPECT_FALSE(waiter.done);
-        const std::uint64_t fed = pool->commands_fed();
+        const std::uint64_t fed = pool->diagnostics().commands_fed;
         signal.emit(type);
         signal.emit(type);  // a second emit sends nothing more
         settle();
-        EXPECT_EQ(pool->commands_fed(), fed + 1) << "one cancel fed, not two";
+        EXPECT_EQ(pool->diagnostics().commands_fed, fed + 1) << "one cancel fed, not two";
         ASSERT_TRUE(waiter.done);
         EXPECT_EQ(waiter.ec, boost::asio::error::operation_aborted);
         EXPECT_FALSE(waiter.lease);
         EXPECT_EQ(waiter.completions, 1);
-        EXPECT_EQ(pool->stats().rejections[static_cast<int>(core::reject_reason::cancelled)], 1u);
+        EXPECT_EQ(pool->stats().rejected_cancelled, 1u);
     }
 }
 
@@ -129,11 +129,11 @@ TEST_F(adapter, an_emit_of_cancellation_type_none_cancels_nothing) {
     outcome waiter;
     pool->async_acquire(boost::asio::bind_cancellation_slot(signal.slot(), record(waiter)));
     settle();
-    const std::uint64_t fed = pool->commands_fed();
+    const std::uint64_t fed = pool->diagnostics().commands_fed;
     signal.emit(boost::asio::cancellation_type::none);
     settle();
     EXPECT_FALSE(waiter.done);
-    EXPECT_EQ(pool->commands_fed(), fed) << "an emit of none sent a cancel";
+    EXPECT_EQ(pool->diagnostics().commands_fed, fed) << "an emit of none sent a cancel";
     signal.emit(boost::asio::cancellation_type::terminal);
     settle();
     ASSERT_TRUE(waiter.done);
@@ -176,7 +176,7 @@ TEST_F(adapter, handle_deregistration_rejects_its_queued_waiters) {
     EXPECT_EQ(w2.ec, make_error_code(error::deregistered));
     EXPECT_EQ(w1.completions, 1);
     EXPECT_EQ(w2.completions, 1);
-    EXPECT_EQ(pool->stats().rejections[static_cast<int>(core::reject_reason::deregistered)], 2u);
+    EXPECT_EQ(pool->stats().rejected_deregistered, 2u);
     EXPECT_FALSE(other.done);
     holder.lease.release();
     settle();
@@ -200,12 +200,12 @@ TEST_F(adapter, handles_without_an_acquire_outstanding_send_nothing_when_they_go
         ASSERT_TRUE(o.lease) << i;
     }  // each lease released at once
     settle();
-    const std::uint64_t fed = pool->commands_fed();
-    const std::uint64_t run = pool->drains_run();
+    const std::uint64_t fed = pool->diagnostics().commands_fed;
+    const std::uint64_t run = pool->diagnostics().drains_run;
     tenants.clear();
     settle();
-    EXPECT_EQ(pool->commands_fed(), fed) << "a handle with nothing outstanding sent a deregistration";
-    EXPECT_EQ(pool->drains_run(), run);
+    EXPECT_EQ(pool->diagnostics().commands_fed, fed) << "a handle with nothing outstanding sent a deregistration";
+    EXPECT_EQ(pool->diagnostics().drains_run, run);
 }
 
 TEST_F(adapter, an_empty_handle_refuses_to_acquire_and_takes_a_handle_later) {
@@ -246,7 +246,7 @@ TEST_F(adapter, reset_deregisters_the_handle_and_lets_go_of_the_pool) {
     EXPECT_THROW(tenant.async_acquire(record(again)), std::logic_error);
     tenant.reset();  // idempotent
     // The reset handle holds no reference: dropping the pool and the lease frees it all.
-    const auto lifetime = pool->lifetime();
+    const auto lifetime = pool->diagnostics().lifetime;
     pool.reset();
     holder.lease.release();
     settle();
@@ -277,12 +277,12 @@ TEST_F(adapter, a_handle_assigned_over_deregisters_its_queued_waiters) {
     holder.lease.release();
     settle();
     EXPECT_TRUE(later.lease);
-    EXPECT_EQ(pool->stats().rejections[static_cast<int>(core::reject_reason::deregistered)], 1u);
+    EXPECT_EQ(pool->stats().rejected_deregistered, 1u);
 }
 
 TEST_F(adapter, bounded_waiters_are_rejected_saturated) {
     auto o = options(1, 1);
-    o.scheduler.max_waiters = 2;
+    o.max_waiters = 2;
     auto pool = make_pool(o);
     settle();
     outcome holder, a, b, c;
@@ -300,7 +300,7 @@ TEST_F(adapter, bounded_waiters_are_rejected_saturated) {
 
 TEST_F(adapter, a_full_mailbox_completes_busy_at_once) {
     auto o = options(1, 1);
-    o.scheduler.max_waiters = 1;
+    o.max_waiters = 1;
     o.mailbox_capacity = 2;  // three acquires may be outstanding
     auto pool = make_pool(o);
     settle();
@@ -316,7 +316,7 @@ TEST_F(adapter, a_full_mailbox_completes_busy_at_once) {
     EXPECT_EQ(outcomes[3].ec, make_error_code(error::busy));
     EXPECT_EQ(outcomes[4].ec, make_error_code(error::busy));
     EXPECT_EQ(pool->stats().acquires, 3u);
-    EXPECT_EQ(pool->stats().busy_rejections, 2u);  // counted beside the core's counters
+    EXPECT_EQ(pool->stats().rejected_busy, 2u);  // counted beside the core's counters
     EXPECT_EQ(make_error_code(error::busy), boost::system::errc::resource_unavailable_try_again);
 }
 
@@ -343,11 +343,11 @@ TEST_F(adapter, an_acquire_is_admitted_while_acquires_and_cancels_queued_are_at_
     pool->async_acquire(boost::asio::bind_cancellation_slot(signals[2].slot(), record(got[2])));
     signals[2].emit(boost::asio::cancellation_type::terminal);
     pool->async_acquire(record(got[3]));
-    EXPECT_EQ(pool->stats().busy_rejections, 0u);
+    EXPECT_EQ(pool->stats().rejected_busy, 0u);
     settle();
     EXPECT_EQ(got[2].ec, boost::asio::error::operation_aborted);
     EXPECT_EQ(got[3].ec, make_error_code(error::saturated));  // the one waiter's place was taken
-    EXPECT_EQ(pool->stats().busy_rejections, 0u);
+    EXPECT_EQ(pool->stats().rejected_busy, 0u);
 }
 
 // On the pool's executor an acquire without a cancellation slot is fed to the core
@@ -370,7 +370,7 @@ TEST_F(adapter, an_acquire_fed_directly_counts_as_outstanding_once_queued) {
     settle();
     EXPECT_EQ(admitted.ec, make_error_code(error::saturated));  // reached the full scheduler
     EXPECT_EQ(refused.ec, make_error_code(error::busy));
-    EXPECT_EQ(pool->stats().busy_rejections, 1u);
+    EXPECT_EQ(pool->stats().rejected_busy, 1u);
     granted.lease.release();
     settle();
     EXPECT_FALSE(queued.ec);
@@ -399,7 +399,7 @@ TEST_F(adapter, an_acquire_fed_directly_is_refused_busy_at_the_limit) {
     EXPECT_EQ(refused.ec, make_error_code(error::busy));
     EXPECT_EQ(refused.completions, 1);
     EXPECT_EQ(pool->stats().acquires, 3u);  // the refused one reached no scheduler
-    EXPECT_EQ(pool->stats().busy_rejections, 1u);
+    EXPECT_EQ(pool->stats().rejected_busy, 1u);
     handler_io.run();
     EXPECT_EQ(saturated.ec, make_error_code(error::saturated));
     granted.lease.release();
@@ -426,7 +426,7 @@ TEST_F(adapter, a_cancellable_acquire_completed_in_its_own_step_is_not_counted) 
     EXPECT_TRUE(b.lease);
     EXPECT_FALSE(c.done);
     EXPECT_EQ(d.ec, make_error_code(error::saturated));
-    EXPECT_EQ(pool->stats().busy_rejections, 0u);
+    EXPECT_EQ(pool->stats().rejected_busy, 0u);
     EXPECT_FALSE(sa.slot().has_handler());  // nothing left to cancel: none installed
     EXPECT_TRUE(sc.slot().has_handler());
     sa.emit(boost::asio::cancellation_type::terminal);  // nothing happens
@@ -434,7 +434,7 @@ TEST_F(adapter, a_cancellable_acquire_completed_in_its_own_step_is_not_counted) 
     settle();
     EXPECT_EQ(c.ec, boost::asio::error::operation_aborted);
     EXPECT_EQ(c.completions, 1);
-    EXPECT_EQ(pool->stats().rejections[static_cast<int>(core::reject_reason::cancelled)], 1u);
+    EXPECT_EQ(pool->stats().rejected_cancelled, 1u);
     EXPECT_TRUE(a.lease);
     a.lease.release();
     b.lease.release();
@@ -449,10 +449,10 @@ TEST_F(adapter, an_acquire_that_finds_the_actor_scheduled_is_counted_and_counted
     auto pool = pool_admitting_two(2);
     for (int round = 0; round < 3; ++round) {
         outcome on_executor, off_executor;
-        const std::uint64_t posted = pool->drains_posted();
+        const std::uint64_t posted = pool->diagnostics().drains_posted;
         boost::asio::post(io, [&] { pool->async_acquire(record(on_executor)); });  // runs first
         pool->async_acquire(record(off_executor));  // schedules a drain behind it
-        EXPECT_EQ(pool->drains_posted(), posted + 1);
+        EXPECT_EQ(pool->diagnostics().drains_posted, posted + 1);
         settle();
         ASSERT_TRUE(on_executor.done && off_executor.done) << "round " << round;
         EXPECT_FALSE(on_executor.ec) << "round " << round;
@@ -465,7 +465,7 @@ TEST_F(adapter, an_acquire_that_finds_the_actor_scheduled_is_counted_and_counted
     pool->async_acquire(record(last));
     settle();
     EXPECT_FALSE(last.ec);
-    EXPECT_EQ(pool->stats().busy_rejections, 0u);
+    EXPECT_EQ(pool->stats().rejected_busy, 0u);
 }
 
 // A handle destroyed on the pool's executor while its acquire, fed directly, waits in

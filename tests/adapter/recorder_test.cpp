@@ -49,7 +49,7 @@ protected:
     // Drops the pool and runs until its state is gone: its shutdown recorded, the
     // recorder's writer drained and joined.
     void end(std::unique_ptr<test_pool>& pool) {
-        const auto lifetime = pool->lifetime();
+        const auto lifetime = pool->diagnostics().lifetime;
         pool.reset();
         settle();
         run_due();
@@ -142,7 +142,7 @@ TEST_F(recorder, segments_roll_every_segment_events_and_only_the_last_keep_segme
     auto pool = make_pool(o);
     settle();           // start, spawned: 2 events
     cycles(*pool, 20);  // 40 more: segments 0..8, the last with 2
-    EXPECT_EQ(pool->commands_fed(), 42u);
+    EXPECT_EQ(pool->diagnostics().commands_fed, 42u);
     const auto status = pool->recording_status();
     ASSERT_TRUE(status);
     EXPECT_EQ(status->segments_started, 9u);
@@ -229,7 +229,7 @@ TEST_F(recorder, dumping_a_pool_that_does_not_record_is_an_error) {
 TEST_F(recorder, a_stalled_writer_gives_a_gap_with_the_exact_count_then_a_fresh_snapshot) {
     scratch_directory recording, dump;
     pool_options o = options(1, 1);
-    o.scheduler.max_waiters = 2;  // a small snapshot: the ring's room beyond it is 8 + 4 records
+    o.max_waiters = 2;  // a small snapshot: the ring's room beyond it is 8 + 4 records
     recorder_options r = in_directory(recording.path(), 1'000'000, 8);
     r.ring_records = 8;
     r.flush_interval = std::chrono::hours(24);
@@ -237,10 +237,10 @@ TEST_F(recorder, a_stalled_writer_gives_a_gap_with_the_exact_count_then_a_fresh_
     auto pool = make_pool(o);
     settle();
     cycles(*pool, 100);
-    const std::uint64_t fed_at_dump = pool->commands_fed();
+    const std::uint64_t fed_at_dump = pool->diagnostics().commands_fed;
     ASSERT_FALSE(pool->dump_recording(dump.path()));
     cycles(*pool, 100);
-    const std::uint64_t fed_at_end = pool->commands_fed();
+    const std::uint64_t fed_at_end = pool->diagnostics().commands_fed;
     const auto status = pool->recording_status();
     ASSERT_TRUE(status);
     EXPECT_EQ(status->gaps, 1u);
@@ -598,7 +598,7 @@ TEST(recording_files, segments_past_99999999_come_in_number_order) {
 TEST_F(recorder, invalid_recorder_options_are_refused_naming_the_field) {
     const auto refusal = [](const recorder_options& r) {
         pool_options o;
-        o.scheduler.max_slots = 1;
+        o.max_slots = 1;
         o.recording = r;
         return validate(o).value_or("");
     };
@@ -633,7 +633,7 @@ TEST_F(recorder, invalid_recorder_options_are_refused_naming_the_field) {
     try {
         make_pool(o);
         ADD_FAILURE() << "made a pool with segment_events 0";
-    } catch (const core::config_error& e) {
+    } catch (const config_error& e) {
         EXPECT_NE(std::string(e.what()).find("recording.segment_events"), std::string::npos) << e.what();
     }
 }

@@ -165,7 +165,7 @@ struct stress_report {
     std::uint64_t dirty_releases = 0;
     std::uint64_t handles_replaced = 0;
     std::array<std::uint64_t, 4> release_routes{};  // handler, producer, releaser thread, posted
-    core::stats stats;
+    pool_stats stats;
     close_report closing;
     bool close_completed = false;
     error_code close_ec;
@@ -208,21 +208,21 @@ public:
         std::weak_ptr<const void> lifetime;
         {
             pool_options o;
-            o.scheduler.max_slots = config_.max_slots;
-            o.scheduler.min_slots = 2;
-            o.scheduler.max_waiters = 128;
-            o.scheduler.max_waiters_per_handle = 14;  // a busy handle is sometimes saturated
-            o.scheduler.max_uses = 40;  // retirements and respawns under load too
-            o.scheduler.spawn_backoff_initial = 100'000;
-            o.scheduler.spawn_backoff_max = 1'000'000;
+            o.max_slots = config_.max_slots;
+            o.min_slots = 2;
+            o.max_waiters = 128;
+            o.max_waiters_per_handle = 14;  // a busy handle is sometimes saturated
+            o.max_uses = 40;  // retirements and respawns under load too
+            o.spawn_backoff_initial = std::chrono::microseconds(100);
+            o.spawn_backoff_max = std::chrono::milliseconds(1);
             o.mailbox_capacity = 64;
             o.retire_grace = std::chrono::milliseconds(100);
             o.recording = config_.recording;
             if (config_.health) {
-                o.scheduler.check_after_idle = 1;
-                o.scheduler.keepalive_interval = 200'000;
-                o.scheduler.max_concurrent_checks = 2;
-                o.scheduler.reset_on_release = true;
+                o.check_after_idle = std::chrono::nanoseconds(1);
+                o.keepalive_interval = std::chrono::microseconds(200);
+                o.max_concurrent_checks = 2;
+                o.reset_on_release = true;
             }
             auto* counters = &counters_;
             stress_pool pool(io_.get_executor(), o,
@@ -237,7 +237,7 @@ public:
                                  .check = [this](stress_resource& r) { return verdict(r, 0); },
                                  .reset = [this](stress_resource& r) { return verdict(r, 1); },
                              });
-            lifetime = pool.lifetime();
+            lifetime = pool.diagnostics().lifetime;
             pool_ = &pool;
 
             releaser_ = std::thread([this] { run_releaser(); });
@@ -380,14 +380,14 @@ private:
                 ++shown;
             }
         if (pool_) {
-            const core::stats st = pool_->stats();
+            const pool_stats st = pool_->stats();
             std::fprintf(stderr, "  pool: queued=%llu leased=%llu idle=%llu spawning=%llu retiring=%llu drains=%llu\n",
                          static_cast<unsigned long long>(st.queued_waiters),
-                         static_cast<unsigned long long>(st.slots[static_cast<int>(core::slot_state::leased)]),
-                         static_cast<unsigned long long>(st.slots[static_cast<int>(core::slot_state::idle)]),
-                         static_cast<unsigned long long>(st.slots[static_cast<int>(core::slot_state::spawning)]),
-                         static_cast<unsigned long long>(st.slots[static_cast<int>(core::slot_state::retiring)]),
-                         static_cast<unsigned long long>(pool_->drains_posted()));
+                         static_cast<unsigned long long>(st.slots_leased),
+                         static_cast<unsigned long long>(st.slots_idle),
+                         static_cast<unsigned long long>(st.slots_spawning),
+                         static_cast<unsigned long long>(st.slots_retiring),
+                         static_cast<unsigned long long>(pool_->diagnostics().drains_posted));
         }
         std::fprintf(stderr, "  first failure: %s\n", first_failure().c_str());
         std::abort();
@@ -568,22 +568,26 @@ private:
     void issue(unsigned p, std::uint64_t op, std::vector<stress_handle>& handles) {
         issued_.fetch_add(1, relaxed);
         auto callback = [this, p, op](error_code ec, stress_lease l) { on_complete(p, op, ec, std::move(l)); };
-        // 0: no deadline; else a short timeout (0 means: only if one is idle now).
-        std::chrono::nanoseconds timeout(-1);
+        // Mostly the pool's acquire_timeout only; else a try (only if one is idle now) or
+        // a short timeout.
+        enum { plain, try_now, timed } kind = plain;
+        std::chrono::nanoseconds timeout{};
         if (chance(0.15)) {
-            static constexpr std::chrono::nanoseconds timeouts[] = {std::chrono::nanoseconds(0),
-                                                                    std::chrono::microseconds(20),
-                                                                    std::chrono::microseconds(200),
-                                                                    std::chrono::milliseconds(2)};
-            timeout = timeouts[below(4)];
+            static constexpr std::chrono::nanoseconds timeouts[] = {
+                std::chrono::microseconds(20), std::chrono::microseconds(200), std::chrono::milliseconds(2)};
+            const std::uint64_t pick = below(4);
+            if (pick == 0) kind = try_now;
+            else kind = timed, timeout = timeouts[pick - 1];
         }
         stress_handle* h = chance(0.3) ? nullptr : &handles[below(handles.size())];
         auto start = [&](auto&& token) {
             if (h) {
-                if (timeout.count() >= 0) h->async_acquire(timeout, std::move(token));
+                if (kind == try_now) h->async_try_acquire(std::move(token));
+                else if (kind == timed) h->async_acquire(timeout, std::move(token));
                 else h->async_acquire(std::move(token));
             } else {
-                if (timeout.count() >= 0) pool_->async_acquire(timeout, std::move(token));
+                if (kind == try_now) pool_->async_try_acquire(std::move(token));
+                else if (kind == timed) pool_->async_acquire(timeout, std::move(token));
                 else pool_->async_acquire(std::move(token));
             }
         };
@@ -651,10 +655,10 @@ void expect_clean_run(const stress_harness& h, const stress_report& r, bool clos
     EXPECT_TRUE(r.closing.closed);
     EXPECT_EQ(r.closing.leases_out, 0u);
     EXPECT_EQ(r.closing.waiters_queued, 0u);
-    EXPECT_EQ(r.stats.slots[static_cast<int>(core::slot_state::leased)], 0u);
-    EXPECT_EQ(r.stats.slots[static_cast<int>(core::slot_state::spawning)], 0u);
-    EXPECT_EQ(r.stats.slots[static_cast<int>(core::slot_state::retiring)], 0u);
-    EXPECT_EQ(r.stats.slots[static_cast<int>(core::slot_state::idle)], 0u);
+    EXPECT_EQ(r.stats.slots_leased, 0u);
+    EXPECT_EQ(r.stats.slots_spawning, 0u);
+    EXPECT_EQ(r.stats.slots_retiring, 0u);
+    EXPECT_EQ(r.stats.slots_idle, 0u);
     EXPECT_EQ(r.stats.queued_waiters, 0u);
     EXPECT_GT(r.created, 0u);
     EXPECT_EQ(r.destroyed, r.created);
@@ -665,16 +669,17 @@ void expect_clean_run(const stress_harness& h, const stress_report& r, bool clos
     for (auto n : r.outcomes) completed += n;
     EXPECT_EQ(completed, r.issued);
     EXPECT_EQ(r.stats.acquires + r.outcomes[busy], r.issued);
-    EXPECT_EQ(r.stats.busy_rejections, r.outcomes[busy]);
+    EXPECT_EQ(r.stats.rejected_busy, r.outcomes[busy]);
+    EXPECT_EQ(r.stats.grants, r.outcomes[ok]);
     EXPECT_EQ(r.stats.grants_immediate + r.stats.grants_after_wait, r.outcomes[ok]);
-    EXPECT_EQ(r.stats.rejections[static_cast<int>(core::reject_reason::timeout)], r.outcomes[timeout]);
-    EXPECT_EQ(r.stats.rejections[static_cast<int>(core::reject_reason::cancelled)], r.outcomes[aborted]);
-    EXPECT_EQ(r.stats.rejections[static_cast<int>(core::reject_reason::deregistered)], r.outcomes[deregistered]);
-    EXPECT_EQ(r.stats.rejections[static_cast<int>(core::reject_reason::saturated)], r.outcomes[saturated]);
-    EXPECT_EQ(r.stats.rejections[static_cast<int>(core::reject_reason::closed)], r.outcomes[closed]);
+    EXPECT_EQ(r.stats.rejected_timeout, r.outcomes[timeout]);
+    EXPECT_EQ(r.stats.rejected_cancelled, r.outcomes[aborted]);
+    EXPECT_EQ(r.stats.rejected_deregistered, r.outcomes[deregistered]);
+    EXPECT_EQ(r.stats.rejected_saturated, r.outcomes[saturated]);
+    EXPECT_EQ(r.stats.rejected_closed, r.outcomes[closed]);
     if (closed_under_load) EXPECT_GE(r.outcomes[closed], 2'000u);
     else EXPECT_EQ(r.outcomes[closed], 0u) << "nothing was issued after the close";
-    EXPECT_EQ(r.stats.retirements[static_cast<int>(core::retire_reason::dirty)], r.dirty_releases);
+    EXPECT_EQ(r.stats.retired_dirty, r.dirty_releases);
 
     // The run exercised what it meant to.
     EXPECT_GT(r.outcomes[aborted], 0u);
@@ -801,8 +806,8 @@ TEST(adapter_stress, a_recording_with_checks_and_resets_on_many_threads_replays_
     EXPECT_GT(r.stats.checks_failed, 0u);
     EXPECT_GT(r.stats.resets_started, 0u);
     EXPECT_GT(r.stats.resets_failed, 0u);
-    EXPECT_EQ(r.stats.slots[static_cast<int>(core::slot_state::checking)], 0u);
-    EXPECT_EQ(r.stats.slots[static_cast<int>(core::slot_state::resetting)], 0u);
+    EXPECT_EQ(r.stats.slots_checking, 0u);
+    EXPECT_EQ(r.stats.slots_resetting, 0u);
 }
 
 }  // namespace

@@ -6,14 +6,14 @@
 #include <string>
 
 #include "fairpool/asio/pool.hpp"
-#include "fairpool/core/prometheus.hpp"
+#include "fairpool/asio/prometheus.hpp"
+#include "fairpool/version.hpp"
 
 namespace asio = boost::asio;
 
 int main() {
     asio::io_context io;
-    fairpool::pool_options options;
-    options.scheduler.max_slots = 1;
+    const fairpool::pool_options options{.max_slots = 1};
     int next = 41;
     fairpool::pool<int> pool(io.get_executor(), options, [&]() -> asio::awaitable<int> { co_return ++next; });
     int got = 0;
@@ -24,15 +24,15 @@ int main() {
     });
     io.run();
 
-    const fairpool::core::stats s = pool.stats();
-    const std::string text = fairpool::core::prometheus_text(s, "consumer");
+    const fairpool::pool_stats s = pool.stats();
+    const std::string text = fairpool::prometheus_text(pool, "consumer");
     int lines = 0;
     for (const char c : text) lines += c == '\n';
-    std::printf("resource %d; acquires %llu, grants %llu, spawns %llu; prometheus text: %d lines\n", got,
-                static_cast<unsigned long long>(s.acquires),
-                static_cast<unsigned long long>(s.grants_immediate + s.grants_after_wait),
+    std::printf("fairpool %.*s: resource %d; acquires %llu, grants %llu, spawns %llu; prometheus text: %d lines\n",
+                static_cast<int>(fairpool::version.size()), fairpool::version.data(), got,
+                static_cast<unsigned long long>(s.acquires), static_cast<unsigned long long>(s.grants),
                 static_cast<unsigned long long>(s.spawns), lines);
-    const bool ok = got == 42 && s.acquires == 1 && s.grants_immediate + s.grants_after_wait == 1 && lines > 0 &&
+    const bool ok = fairpool::version == "0.2.0" && got == 42 && s.acquires == 1 && s.grants == 1 && lines > 0 &&
                     text.find("fairpool_acquires_total{pool=\"consumer\"} 1\n") != std::string::npos;
     return ok ? 0 : 1;
 }

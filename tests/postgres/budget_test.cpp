@@ -25,8 +25,8 @@ TEST(PostgresBudget, ActiveStatementsNeverExceedMaxSlots) {
     asio::io_context io;
     pg::canceller cancels;
     fairpool::pool_options options;
-    options.scheduler.max_slots = 3;
-    options.scheduler.reset_on_release = true;
+    options.max_slots = 3;
+    options.reset_on_release = true;
     pg::pool pool(io.get_executor(), options, pg::hooks(db.connect_parameters(), app, cancels));
 
     int succeeded = 0, timed_out = 0, failed = 0;
@@ -66,7 +66,7 @@ TEST(PostgresBudget, ActiveStatementsNeverExceedMaxSlots) {
     EXPECT_EQ(timed_out, hangs);
     EXPECT_EQ(failed, 0);
     EXPECT_EQ(most, 3) << "over " << samples << " samples of pg_stat_activity";
-    EXPECT_EQ(pool.stats().retirements[static_cast<std::size_t>(fairpool::core::retire_reason::dirty)], static_cast<std::uint64_t>(hangs));
+    EXPECT_EQ(pool.stats().retired_dirty, static_cast<std::uint64_t>(hangs));
     cancels.wait_idle();  // the last cancels may still be on the canceller's thread
     EXPECT_EQ(cancels.sent(), static_cast<std::uint64_t>(hangs));
     // Every cancelled statement has ended on the server, not just been given up on.

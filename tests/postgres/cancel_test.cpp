@@ -25,7 +25,7 @@ TEST(PostgresCancel, CancelledBackendNeverServesAnotherRequest) {
     asio::io_context io;
     pg::canceller cancels;
     fairpool::pool_options options;
-    options.scheduler.max_slots = 2;
+    options.max_slots = 2;
     pg::pool pool(io.get_executor(), options, pg::hooks(db.connect_parameters(), app, cancels));
 
     std::vector<int> cancelled;
@@ -62,8 +62,7 @@ TEST(PostgresCancel, CancelledBackendNeverServesAnotherRequest) {
     ASSERT_EQ(served.size(), static_cast<std::size_t>(workers * requests_per_worker));
     for (const int pid : served)
         EXPECT_EQ(std::count(cancelled.begin(), cancelled.end(), pid), 0) << "backend " << pid << " served again";
-    EXPECT_EQ(pool.stats().retirements[static_cast<std::size_t>(fairpool::core::retire_reason::dirty)],
-              static_cast<std::uint64_t>(cancelled_rounds));
+    EXPECT_EQ(pool.stats().retired_dirty, static_cast<std::uint64_t>(cancelled_rounds));
     cancels.wait_idle();  // the last cancels may still be on the canceller's thread
     EXPECT_EQ(cancels.sent(), static_cast<std::uint64_t>(cancelled_rounds));
     // The server ended each cancelled pg_sleep(30): none of those backends runs it now.

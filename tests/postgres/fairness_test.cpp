@@ -22,7 +22,7 @@ TEST(PostgresFairness, LightTenantsGetTheirShareBesideAGreedyOne) {
     asio::io_context io;
     pg::canceller cancels;
     fairpool::pool_options options;
-    options.scheduler.max_slots = 2;
+    options.max_slots = 2;
     pg::pool pool(io.get_executor(), options, pg::hooks(db.connect_parameters(), "fairpool-fairness", cancels));
     pg::service_options service_options;
     service_options.acquire_timeout = 10s;

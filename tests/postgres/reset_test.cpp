@@ -38,8 +38,8 @@ TEST(PostgresReset, SessionStateNeverLeaksToTheNextLease) {
     asio::io_context io;
     pg::canceller cancels;
     fairpool::pool_options options;
-    options.scheduler.max_slots = 1;  // the second lease gets the same connection
-    options.scheduler.reset_on_release = true;
+    options.max_slots = 1;  // the second lease gets the same connection
+    options.reset_on_release = true;
     pg::pool pool(io.get_executor(), options, pg::hooks(db.connect_parameters(), app, cancels));
 
     struct seen {

@@ -28,11 +28,11 @@ TEST(PostgresRestart, EveryRequestAnsweredAndThePoolRecovers) {
     asio::io_context io;
     pg::canceller cancels;
     fairpool::pool_options options;
-    options.scheduler.max_slots = 4;
-    options.scheduler.check_after_idle = 1;  // check every connection before reusing it
-    options.scheduler.reset_on_release = true;
-    options.scheduler.spawn_backoff_initial = 20'000'000;
-    options.scheduler.spawn_backoff_max = 200'000'000;
+    options.max_slots = 4;
+    options.check_after_idle = std::chrono::nanoseconds(1);  // check every connection before reusing it
+    options.reset_on_release = true;
+    options.spawn_backoff_initial = std::chrono::milliseconds(20);
+    options.spawn_backoff_max = std::chrono::milliseconds(200);
     pg::pool pool(io.get_executor(), options, pg::hooks(db.connect_parameters(), "fairpool-restart", cancels));
     pg::service_options service_options;
     service_options.acquire_timeout = 2s;

@@ -191,10 +191,10 @@ std::vector<client_info> client_list(client& admin) {
 proxy_options test_options(tcp::endpoint backend) {
     proxy_options o;
     o.backend = backend;
-    o.pool.scheduler.max_slots = 4;
-    o.pool.scheduler.min_slots = 1;
-    o.pool.scheduler.spawn_backoff_initial = 50'000'000;
-    o.pool.scheduler.spawn_backoff_max = 400'000'000;
+    o.pool.max_slots = 4;
+    o.pool.min_slots = 1;
+    o.pool.spawn_backoff_initial = std::chrono::milliseconds(50);
+    o.pool.spawn_backoff_max = std::chrono::milliseconds(400);
     o.request_timeout = std::chrono::milliseconds(1000);
     o.connect_timeout = std::chrono::milliseconds(500);
     return o;

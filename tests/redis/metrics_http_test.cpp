@@ -12,7 +12,7 @@
 #include <thread>
 
 #include "embedded_backend.hpp"
-#include "fairpool/core/prometheus.hpp"
+#include "fairpool/asio/prometheus.hpp"
 #include "fixture.hpp"
 #include "metrics_http.hpp"
 
@@ -56,7 +56,7 @@ TEST(metrics_http, get_metrics_is_the_pools_counters_in_prometheus_text_and_clos
     proxy_harness proxy(test_options(backend.endpoint()));
     client cl(proxy.port());
     ASSERT_EQ(cl.call({"INCR", "n"}).integer, 1);
-    const auto text = [&] { return fairpool::core::prometheus_text(proxy.proxy().pool_stats(), "demo"); };
+    const auto text = [&] { return fairpool::prometheus_text(proxy.proxy().backend_pool(), "demo"); };
     metrics_server server(text, quick());
     const auto r = http_exchange(server.port(), "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
     EXPECT_EQ(r.result(), http::status::ok);

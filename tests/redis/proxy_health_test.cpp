@@ -73,8 +73,8 @@ protected:
     // check_after_idle, then sends `requests` INCRs one after another through one client.
     // Returns how many did not get an integer reply.
     int failures_after_killing_idle_connections(proxy_options o, int warm, int requests) {
-        o.pool.scheduler.max_slots = static_cast<std::uint64_t>(warm);
-        o.pool.scheduler.min_slots = static_cast<std::uint64_t>(warm);
+        o.pool.max_slots = static_cast<std::size_t>(warm);
+        o.pool.min_slots = static_cast<std::size_t>(warm);
         proxy_harness proxy(o);
         EXPECT_TRUE(poll([&] { return backend_connections().size() == static_cast<std::size_t>(warm); }))
             << "the pool did not warm " << warm << " connections";
@@ -93,18 +93,18 @@ protected:
     std::unique_ptr<redis_process> redis_;
     std::unique_ptr<client> admin_;
     std::int64_t admin_id_ = 0;
-    core::stats last_stats_;
+    fairpool::pool_stats last_stats_;
 };
 
 TEST_F(health, with_check_after_idle_every_request_after_the_idle_connections_were_killed_succeeds) {
     start_redis();
     if (HasFatalFailure()) return;
     auto o = test_options(redis_->endpoint());
-    o.pool.scheduler.check_after_idle = 5'000'000;  // 5 ms
+    o.pool.check_after_idle = 5ms;
     EXPECT_EQ(failures_after_killing_idle_connections(o, 4, 200), 0);
     EXPECT_GE(last_stats_.checks_failed, 1u) << "no check found a killed connection dead";
-    EXPECT_GE(last_stats_.retirements[static_cast<int>(core::retire_reason::died)], 1u);
-    EXPECT_EQ(last_stats_.retirements[static_cast<int>(core::retire_reason::dirty)], 0u)
+    EXPECT_GE(last_stats_.retired_died, 1u);
+    EXPECT_EQ(last_stats_.retired_dirty, 0u)
         << "a request ran on a killed connection";
 }
 
@@ -112,7 +112,7 @@ TEST_F(health, without_checks_a_request_after_the_idle_connections_were_killed_f
     start_redis();
     if (HasFatalFailure()) return;
     const auto o = test_options(redis_->endpoint());
-    ASSERT_EQ(o.pool.scheduler.check_after_idle, 0u);
+    ASSERT_EQ(o.pool.check_after_idle, fairpool::forever);
     EXPECT_GE(failures_after_killing_idle_connections(o, 4, 200), 1) << "the check above proves nothing";
     EXPECT_EQ(last_stats_.checks_started, 0u);
 }
@@ -121,22 +121,22 @@ TEST_F(health, keepalive_replaces_killed_idle_connections_before_any_request) {
     start_redis();
     if (HasFatalFailure()) return;
     auto o = test_options(redis_->endpoint());
-    o.pool.scheduler.max_slots = 4;
-    o.pool.scheduler.min_slots = 2;
-    o.pool.scheduler.keepalive_interval = 50'000'000;  // 50 ms
+    o.pool.max_slots = 4;
+    o.pool.min_slots = 2;
+    o.pool.keepalive_interval = 50ms;
     proxy_harness proxy(o);
     ASSERT_TRUE(poll([&] { return backend_connections().size() == 2; })) << "the pool did not warm 2 connections";
     const std::set<std::int64_t> killed = kill_backend_connections();
     const auto replaced = [&] {
         const auto s = proxy.proxy().pool_stats();
         return backend_connections().size() == 2 && none_open(killed) &&
-               s.slots[static_cast<int>(core::slot_state::idle)] == 2;
+               s.slots_idle == 2;
     };
     EXPECT_TRUE(poll(replaced)) << "the killed connections were not replaced by fresh ones";
     const auto s = proxy.proxy().pool_stats();
     EXPECT_EQ(s.acquires, 0u) << "no request was sent: keepalive alone found them";
     EXPECT_GE(s.checks_failed, 2u);
-    EXPECT_GE(s.retirements[static_cast<int>(core::retire_reason::died)], 2u);
+    EXPECT_GE(s.retired_died, 2u);
     client cl(proxy.port());
     const auto id = cl.call({"CLIENT", "ID"});
     ASSERT_EQ(id.type, resp::type::integer) << id.text;
@@ -160,9 +160,9 @@ TEST_F(health, reset_on_release_resets_a_connection_and_reuses_it) {
     start_redis();
     if (HasFatalFailure()) return;
     auto o = test_options(redis_->endpoint());
-    o.pool.scheduler.max_slots = 1;
-    o.pool.scheduler.min_slots = 1;
-    o.pool.scheduler.reset_on_release = true;
+    o.pool.max_slots = 1;
+    o.pool.min_slots = 1;
+    o.pool.reset_on_release = true;
     proxy_harness proxy(o);
     const auto ids = client_ids(proxy.port(), 20);
     EXPECT_EQ(std::set<std::int64_t>(ids.begin(), ids.end()).size(), 1u) << "a reset connection was not reused";
@@ -174,16 +174,16 @@ TEST_F(health, a_reset_that_fails_retires_the_connection_and_the_next_request_su
     start_redis({"--rename-command", "RESET", ""});  // RESET is now an unknown command
     if (HasFatalFailure()) return;
     auto o = test_options(redis_->endpoint());
-    o.pool.scheduler.max_slots = 2;
-    o.pool.scheduler.min_slots = 1;
-    o.pool.scheduler.reset_on_release = true;
+    o.pool.max_slots = 2;
+    o.pool.min_slots = 1;
+    o.pool.reset_on_release = true;
     proxy_harness proxy(o);
     const auto ids = client_ids(proxy.port(), 20);
     EXPECT_EQ(std::set<std::int64_t>(ids.begin(), ids.end()).size(), 20u)
         << "a connection whose reset failed served again";
     const auto retired_all = [&] {
         const auto s = proxy.proxy().pool_stats();
-        return s.resets_failed == 20 && s.retirements[static_cast<int>(core::retire_reason::reset_failed)] == 20;
+        return s.resets_failed == 20 && s.retired_reset_failed == 20;
     };
     EXPECT_TRUE(poll(retired_all)) << "resets failed: " << proxy.proxy().pool_stats().resets_failed;
     EXPECT_TRUE(poll([&] { return none_open({ids.begin(), ids.end()}); }))

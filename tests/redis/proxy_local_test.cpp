@@ -6,7 +6,7 @@
 #include <string>
 
 #include "embedded_backend.hpp"
-#include "fairpool/core/prometheus.hpp"
+#include "fairpool/asio/prometheus.hpp"
 #include "fixture.hpp"
 #include "load_generator.hpp"
 
@@ -99,16 +99,16 @@ TEST(embedded, backend_latency_past_the_request_timeout_gives_a_timeout_and_a_fr
     slow.latency = std::chrono::milliseconds(200);
     embedded_backend backend(slow);
     auto options = test_options(backend.endpoint());
-    options.pool.scheduler.max_slots = 1;
+    options.pool.max_slots = 1;
     options.request_timeout = std::chrono::milliseconds(100);
     options.connect_timeout = std::chrono::seconds(5);  // the handshake takes two latencies
     proxy_harness proxy(options);
-    ASSERT_TRUE(eventually([&] { return proxy.proxy().pool_stats().slots[static_cast<int>(core::slot_state::idle)] == 1; }));
+    ASSERT_TRUE(eventually([&] { return proxy.proxy().pool_stats().slots_idle == 1; }));
     client cl(proxy.port());
     EXPECT_EQ(cl.call({"PING"}).text, "ERR timeout");
     EXPECT_EQ(proxy.proxy().totals().cut_by_timeout, 1u);
     EXPECT_TRUE(eventually([&] {
-        return proxy.proxy().pool_stats().retirements[static_cast<int>(core::retire_reason::dirty)] == 1;
+        return proxy.proxy().pool_stats().retired_dirty == 1;
     }));
 }
 
@@ -132,7 +132,7 @@ TEST(embedded, blpop_waits_out_its_timeout_and_replies_the_null_array) {
 TEST(embedded, the_load_with_a_long_holding_greedy_tenant_counts_every_light_increment) {
     embedded_backend backend;
     auto options = test_options(backend.endpoint());
-    options.pool.scheduler.max_leases_per_handle = 1;
+    options.pool.max_leases_per_handle = 1;
     proxy_harness proxy(options);
     load_options lo;
     lo.duration = std::chrono::milliseconds(300);
@@ -171,7 +171,7 @@ TEST(embedded, metrics_text_is_the_pools_counters_then_each_connected_tenants) {
         for (int i = 0; i < 3; ++i) ASSERT_EQ(alice.call({"INCR", "a"}).type, resp::type::integer);
         ASSERT_EQ(bob.call({"INCR", "b"}).type, resp::type::integer);
         const std::string text = page();
-        const std::string pool_part = core::prometheus_text(proxy.proxy().pool_stats(), "demo");
+        const std::string pool_part = fairpool::prometheus_text(proxy.proxy().backend_pool(), "demo");
         EXPECT_TRUE(text.starts_with(pool_part)) << text;
         EXPECT_EQ(sample(text, "fairpool_handle_grants_total", "alice"), 3u) << text;
         EXPECT_EQ(sample(text, "fairpool_handle_grants_total", "bob"), 1u) << text;

@@ -67,8 +67,8 @@ TEST_F(redis_suite, every_increment_from_many_tenants_is_applied_exactly_once) {
 // global FIFO order it would get about 1/19, its share of connections).
 TEST_F(redis_suite, greedy_tenant_cannot_starve_light_tenants) {
     auto options = test_options(redis_->endpoint());
-    options.pool.scheduler.max_slots = 2;
-    options.pool.scheduler.min_slots = 2;
+    options.pool.max_slots = 2;
+    options.pool.min_slots = 2;
     options.request_timeout = 5s;
     proxy_harness proxy(options);
     constexpr int greedy_connections = 16, light_tenants = 3, target = 6000;
@@ -106,8 +106,8 @@ protected:
         redis_suite::SetUp();
         if (HasFatalFailure()) return;
         auto options = test_options(redis_->endpoint());
-        options.pool.scheduler.max_slots = 1;
-        options.pool.scheduler.min_slots = 1;
+        options.pool.max_slots = 1;
+        options.pool.min_slots = 1;
         options.request_timeout = 300ms;
         proxy_ = std::make_unique<proxy_harness>(options);
         admin_ = std::make_unique<client>(redis_->port());
@@ -155,7 +155,7 @@ TEST_F(cut_off, request_timeout_on_the_wire_retires_its_connection) {
     EXPECT_EQ(blocked, before) << "the BLPOP went over the one backend connection";
     expect_never_reused(before);
     EXPECT_EQ(proxy_->proxy().totals().cut_by_timeout, 1u);
-    EXPECT_GE(proxy_->proxy().pool_stats().retirements[static_cast<int>(core::retire_reason::dirty)], 1u);
+    EXPECT_GE(proxy_->proxy().pool_stats().retired_dirty, 1u);
 }
 
 TEST_F(cut_off, client_disconnect_on_the_wire_retires_its_connection) {
@@ -175,7 +175,7 @@ TEST_F(cut_off, client_disconnect_on_the_wire_retires_its_connection) {
 // and requests succeed again afterwards.
 TEST_F(redis_suite, backend_restart_is_survived_with_every_request_answered) {
     auto options = test_options(redis_->endpoint());
-    options.pool.scheduler.min_slots = 2;
+    options.pool.min_slots = 2;
     options.request_timeout = 500ms;
     proxy_harness proxy(options);
     std::atomic<bool> stop{false}, restarted{false};
@@ -211,7 +211,7 @@ TEST_F(redis_suite, backend_restart_is_survived_with_every_request_answered) {
         EXPECT_TRUE(e == "ERR backend unavailable" || e == "ERR timeout" || e == "BUSY pool saturated") << e;
     const auto s = proxy.proxy().pool_stats();
     EXPECT_GE(s.spawn_failures, 1u) << "no spawn was attempted while Redis was down";
-    EXPECT_GE(s.retirements[static_cast<int>(core::retire_reason::dirty)], 1u);
+    EXPECT_GE(s.retired_dirty, 1u);
 }
 
 TEST_F(redis_suite, shutdown_under_load_closes_every_backend_connection) {
@@ -244,7 +244,7 @@ TEST_F(redis_suite, shutdown_under_load_closes_every_backend_connection) {
     client admin(redis_->port());
     const auto clients = client_list(admin);
     EXPECT_EQ(clients.size(), 1u) << "only the admin connection should remain";
-    EXPECT_EQ(proxy->proxy().pool_stats().slots[static_cast<int>(core::slot_state::empty)], 4u);
+    EXPECT_EQ(proxy->proxy().slot_capacity() - proxy->proxy().pool_stats().held, 4u) << "every slot empty";
 }
 
 }  // namespace

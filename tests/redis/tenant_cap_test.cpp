@@ -1,4 +1,4 @@
-// The demo's --tenant-cap (the pool's scheduler.max_leases_per_handle) against a real
+// The demo's --tenant-cap (the pool's max_leases_per_handle) against a real
 // redis-server. A greedy tenant whose requests hold a backend connection 20 ms (BLPOP
 // with a 20 ms timeout on a key nobody writes), on 8 connections, beside three light
 // tenants sending INCR on one connection each, over 4 backend connections. With a cap
@@ -46,9 +46,9 @@ protected:
     // The load, with max_leases_per_handle = `tenant_cap` (0: none).
     outcome run(std::uint64_t tenant_cap) {
         auto options = test_options(redis_->endpoint());
-        options.pool.scheduler.max_slots = max_slots;
-        options.pool.scheduler.min_slots = max_slots;
-        options.pool.scheduler.max_leases_per_handle = tenant_cap;
+        options.pool.max_slots = max_slots;
+        options.pool.min_slots = max_slots;
+        options.pool.max_leases_per_handle = tenant_cap;
         options.request_timeout = 5s;
         proxy_harness proxy(options);
         outcome out;

@@ -118,8 +118,6 @@ double percentile(std::vector<std::uint32_t>& v, double p) {
     return v[k];
 }
 
-std::uint64_t slots(const core::stats& s, core::slot_state st) { return s.slots[static_cast<int>(st)]; }
-
 void print_status(const load_options& o, const proxy_server& proxy, const std::vector<std::unique_ptr<tenant_state>>& ts,
                   double elapsed, double rate) {
     const auto s = proxy.pool_stats();
@@ -127,10 +125,8 @@ void print_status(const load_options& o, const proxy_server& proxy, const std::v
     for (const auto& t : ts) total += t->ok;
     std::fprintf(o.out, "%s%5.1fs %8.0f req/s  queued %4llu  slots idle %llu leased %llu spawning %llu retiring %llu  share",
                  o.live ? "\r" : "", elapsed, rate, static_cast<unsigned long long>(s.queued_waiters),
-                 static_cast<unsigned long long>(slots(s, core::slot_state::idle)),
-                 static_cast<unsigned long long>(slots(s, core::slot_state::leased)),
-                 static_cast<unsigned long long>(slots(s, core::slot_state::spawning)),
-                 static_cast<unsigned long long>(slots(s, core::slot_state::retiring)));
+                 static_cast<unsigned long long>(s.slots_idle), static_cast<unsigned long long>(s.slots_leased),
+                 static_cast<unsigned long long>(s.slots_spawning), static_cast<unsigned long long>(s.slots_retiring));
     for (const auto& t : ts)
         std::fprintf(o.out, " %s %2.0f%%", t->name.c_str(),
                      total ? 100.0 * static_cast<double>(t->ok) / static_cast<double>(total) : 0.0);
@@ -212,20 +208,22 @@ void print_reports(std::FILE* out, const std::vector<tenant_report>& reports) {
                                                                       : "MISMATCH");
 }
 
-void print_pool_stats(std::FILE* out, const core::stats& s) {
+void print_pool_stats(std::FILE* out, const fairpool::pool_stats& s, std::size_t slot_capacity) {
     const auto u = [](std::uint64_t v) { return static_cast<unsigned long long>(v); };
     std::fprintf(out, "\npool: acquires %llu, grants %llu immediate + %llu after waiting; rejections:", u(s.acquires),
                  u(s.grants_immediate), u(s.grants_after_wait));
-    for (int r = 0; r < core::reject_reason_count; ++r)
-        std::fprintf(out, " %s %llu", core::to_string(static_cast<core::reject_reason>(r)), u(s.rejections[static_cast<std::size_t>(r)]));
+    std::fprintf(out, " saturated %llu timeout %llu cancelled %llu deregistered %llu closed %llu",
+                 u(s.rejected_saturated), u(s.rejected_timeout), u(s.rejected_cancelled), u(s.rejected_deregistered),
+                 u(s.rejected_closed));
     std::fprintf(out, "\n      spawns %llu, spawn failures %llu; retirements:", u(s.spawns), u(s.spawn_failures));
-    for (int r = 0; r < core::retire_reason_count; ++r)
-        std::fprintf(out, " %s %llu", core::to_string(static_cast<core::retire_reason>(r)), u(s.retirements[static_cast<std::size_t>(r)]));
+    std::fprintf(out, " dirty %llu max_uses %llu max_lifetime %llu idle %llu died %llu shutdown %llu reset_failed %llu resize %llu",
+                 u(s.retired_dirty), u(s.retired_max_uses), u(s.retired_max_lifetime), u(s.retired_idle),
+                 u(s.retired_died), u(s.retired_shutdown), u(s.retired_reset_failed), u(s.retired_resize));
     std::fprintf(out, "\n      checks %llu: %llu alive, %llu dead; resets %llu, %llu failed", u(s.checks_started),
                  u(s.checks_passed), u(s.checks_failed), u(s.resets_started), u(s.resets_failed));
-    std::fprintf(out, "\n      slots:");
-    for (int st = 0; st < core::slot_state_count; ++st)
-        std::fprintf(out, " %s %llu", core::to_string(static_cast<core::slot_state>(st)), u(s.slots[static_cast<std::size_t>(st)]));
+    std::fprintf(out, "\n      slots: empty %llu spawning %llu idle %llu leased %llu retiring %llu checking %llu resetting %llu",
+                 u(slot_capacity - s.held), u(s.slots_spawning), u(s.slots_idle), u(s.slots_leased),
+                 u(s.slots_retiring), u(s.slots_checking), u(s.slots_resetting));
     std::fprintf(out, "; queued waiters %llu\n", u(s.queued_waiters));
 }
 

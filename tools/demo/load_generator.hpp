@@ -9,6 +9,7 @@
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <string>
@@ -44,6 +45,8 @@ struct tenant_report {
 boost::asio::awaitable<std::vector<tenant_report>> run_load(proxy_server& proxy, load_options options);
 
 void print_reports(std::FILE* out, const std::vector<tenant_report>& reports);
-void print_pool_stats(std::FILE* out, const core::stats& s);
+// The pool's counters, by name; `slot_capacity` (proxy_server::slot_capacity) gives the
+// empty slots.
+void print_pool_stats(std::FILE* out, const fairpool::pool_stats& s, std::size_t slot_capacity);
 
 }  // namespace fairpool::demo

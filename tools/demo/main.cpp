@@ -44,7 +44,7 @@ A Redis proxy that shares a fair, bounded pool of backend connections among tena
   --policy P              round_robin (default) or fifo
   --max-slots N           backend connections at most (default 4 with --load, else 8)
   --tenant-cap N          a tenant holds N backend connections at most (N > 0; the pool's
-                          scheduler.max_leases_per_handle); its further requests wait their
+                          max_leases_per_handle); its further requests wait their
                           turn while others are served (default: no cap)
   --latency-us N          the embedded backend's latency per command (default 200)
   --request-timeout-ms N  per-request timeout, waiting included (default 1000)
@@ -198,14 +198,17 @@ int main(int argc, char** argv) {
         po.backend = embedded->endpoint();
     }
     po.listen = tcp::endpoint(asio::ip::address_v4::loopback(), o.load ? 0 : static_cast<std::uint16_t>(o.listen));
-    po.pool.scheduler.max_slots = o.max_slots.value_or(o.load ? 4 : 8);
-    po.pool.scheduler.min_slots = std::min<std::uint64_t>(2, po.pool.scheduler.max_slots);
-    po.pool.scheduler.policy = o.policy == "fifo" ? fairpool::core::fairness_policy::fifo
-                                                  : fairpool::core::fairness_policy::round_robin;
-    po.pool.scheduler.check_after_idle = std::uint64_t{o.check_after_idle_ms} * 1'000'000;
-    po.pool.scheduler.keepalive_interval = std::uint64_t{o.keepalive_ms} * 1'000'000;
-    po.pool.scheduler.reset_on_release = o.reset_on_release;
-    po.pool.scheduler.max_leases_per_handle = o.tenant_cap.value_or(0);
+    po.pool.max_slots = o.max_slots.value_or(o.load ? 4 : 8);
+    po.pool.min_slots = std::min<std::size_t>(2, po.pool.max_slots);
+    po.pool.policy = o.policy == "fifo" ? fairpool::fairness_policy::fifo : fairpool::fairness_policy::round_robin;
+    // 0 on the command line: off.
+    const auto ms_or_off = [](unsigned long ms) {
+        return ms == 0 ? fairpool::forever : std::chrono::nanoseconds(std::chrono::milliseconds(ms));
+    };
+    po.pool.check_after_idle = ms_or_off(o.check_after_idle_ms);
+    po.pool.keepalive_interval = ms_or_off(o.keepalive_ms);
+    po.pool.reset_on_release = o.reset_on_release;
+    po.pool.max_leases_per_handle = o.tenant_cap.value_or(0);
     if (o.record_dir) {
         fairpool::recorder_options ro;
         ro.directory = *o.record_dir;
@@ -227,7 +230,7 @@ int main(int argc, char** argv) {
     std::printf("fairpool-demo: proxy on %s:%u, backend %s %s:%u, %llu backend connections at most, policy %s\n",
                 proxy->local_endpoint().address().to_string().c_str(), proxy->local_endpoint().port(),
                 embedded ? "embedded" : "redis", po.backend.address().to_string().c_str(), po.backend.port(),
-                static_cast<unsigned long long>(po.pool.scheduler.max_slots), o.policy.c_str());
+                static_cast<unsigned long long>(po.pool.max_slots), o.policy.c_str());
     if (o.tenant_cap) std::printf("fairpool-demo: a tenant holds at most %lu backend connections (--tenant-cap)\n", *o.tenant_cap);
     if (o.check_after_idle_ms > 0 || o.keepalive_ms > 0 || o.reset_on_release)
         std::printf("fairpool-demo: backend health: check (PING) after %lu ms idle, keepalive every %lu ms, reset "
@@ -297,7 +300,7 @@ int main(int argc, char** argv) {
             print_reports(stdout, reports);
             for (const auto& r : reports)
                 if (r.counter >= 0 && static_cast<std::uint64_t>(r.counter) != r.ok) status = 1;
-            print_pool_stats(stdout, proxy->pool_stats());
+            print_pool_stats(stdout, proxy->pool_stats(), proxy->slot_capacity());
             signals.cancel();
             co_await shut_down();
         }, asio::detached);

@@ -13,8 +13,8 @@
 #include <variant>
 #include <vector>
 
-#include "fairpool/asio/prometheus_handles.hpp"
-#include "fairpool/core/prometheus.hpp"
+#include "fairpool/asio/error.hpp"
+#include "fairpool/asio/prometheus.hpp"
 
 namespace fairpool::demo {
 
@@ -72,17 +72,17 @@ asio::awaitable<client_gone> watch_client(tcp::socket& socket) {
 }  // namespace
 
 fairpool::pool_options default_proxy_pool_options() {
-    fairpool::pool_options o;
-    o.scheduler.max_slots = 8;
-    o.scheduler.min_slots = 2;
-    o.scheduler.max_waiters = 4096;
-    o.scheduler.idle_timeout = 60'000'000'000;
-    o.scheduler.max_lifetime = 600'000'000'000;
-    o.scheduler.spawn_backoff_initial = 100'000'000;
-    o.scheduler.spawn_backoff_max = 2'000'000'000;
-    o.check_timeout = std::chrono::seconds(1);
-    o.reset_timeout = std::chrono::seconds(1);
-    return o;
+    return {
+        .max_slots = 8,
+        .min_slots = 2,
+        .max_waiters = 4096,
+        .spawn_backoff_initial = std::chrono::milliseconds(100),
+        .spawn_backoff_max = std::chrono::seconds(2),
+        .idle_timeout = std::chrono::seconds(60),
+        .max_lifetime = std::chrono::minutes(10),
+        .check_timeout = std::chrono::seconds(1),
+        .reset_timeout = std::chrono::seconds(1),
+    };
 }
 
 struct proxy_server::counters {
@@ -245,22 +245,23 @@ asio::awaitable<std::optional<std::string>> proxy_server::forward(session& s, st
     if (ec) co_return acquire_error(ec);
 
     // On the wire: the reply, the deadline or the client's departure, whichever first.
+    // The connection is fit for reuse only once its reply has come: cut off mid-flight
+    // (the reply may still arrive on it) or failed, the guard leaves the lease dirty and
+    // the connection never serves anyone again.
     asio::steady_timer timer(executor_, deadline);
+    auto guard = lease.in_flight();
     auto outcome = co_await (lease->round_trip(request) || wait_until(timer) || watch_client(s.socket));
     if (outcome.index() == 0) {
         auto reply = std::get<0>(std::move(outcome));
         if (!reply.ec) {
+            guard.done();
             ++counters_->backend_replies;
             co_return std::move(reply.frame);
         }
-        lease.mark_dirty();
         ++counters_->backend_failures;
         ++counters_->errors_unavailable;
         co_return resp::error("ERR backend unavailable");
     }
-    // Cut off mid-flight: the reply may still arrive on this connection, so it must
-    // never serve anyone again.
-    lease.mark_dirty();
     if (outcome.index() == 2) {
         ++counters_->cut_by_disconnect;
         co_return std::nullopt;
@@ -271,18 +272,14 @@ asio::awaitable<std::optional<std::string>> proxy_server::forward(session& s, st
 }
 
 std::string proxy_server::acquire_error(boost::system::error_code ec) {
-    if (ec == fairpool::error::saturated || ec == fairpool::error::busy) {
-        ++counters_->errors_busy;
-        return resp::error("BUSY pool saturated");
-    }
-    if (ec == fairpool::error::timeout) {
-        // Nothing live to wait for means the backend cannot be reached at the moment.
+    if (ec == fairpool::condition::overloaded) {  // saturated, busy or timed out: shed load
+        if (ec != fairpool::error::timeout) {
+            ++counters_->errors_busy;
+            return resp::error("BUSY pool saturated");
+        }
+        // Timed out with nothing live to wait for: the backend cannot be reached at the moment.
         const auto st = pool_.stats();
-        const auto live = st.slots[static_cast<int>(core::slot_state::idle)] +
-                          st.slots[static_cast<int>(core::slot_state::leased)] +
-                          st.slots[static_cast<int>(core::slot_state::checking)] +
-                          st.slots[static_cast<int>(core::slot_state::resetting)];
-        if (live == 0) {
+        if (st.slots_idle + st.slots_leased + st.slots_checking + st.slots_resetting == 0) {
             ++counters_->errors_unavailable;
             return resp::error("ERR backend unavailable");
         }
@@ -294,12 +291,10 @@ std::string proxy_server::acquire_error(boost::system::error_code ec) {
 }
 
 std::string proxy_server::metrics_text() const {
-    std::string out = core::prometheus_text(pool_.stats(), metrics_pool_label);
-    std::vector<fairpool::prometheus_handle> handles;
+    std::vector<fairpool::handle_observer> handles;
     handles.reserve(tenants_.size());
-    for (const auto& [name, t] : tenants_) handles.push_back({t->handle.name(), t->handle.stats()});
-    fairpool::append_prometheus_handles(out, metrics_pool_label, handles);
-    return out;
+    for (const auto& [name, t] : tenants_) handles.push_back(t->handle.observer());
+    return fairpool::prometheus_text(pool_, metrics_pool_label, handles);
 }
 
 bool proxy_server::join_tenant(session& s, const std::string& name) {
@@ -341,8 +336,7 @@ asio::awaitable<fairpool::close_report> proxy_server::close(std::chrono::millise
         poll.expires_after(std::chrono::milliseconds(5));
         (void)co_await poll.async_wait(use_tuple);
     }
-    auto [ec, report] = co_await pool_.async_close(std::chrono::steady_clock::now() + grace + std::chrono::seconds(2),
-                                                   use_tuple);
+    auto [ec, report] = co_await pool_.async_close(grace + std::chrono::seconds(2), use_tuple);
     co_return report;
 }
 

@@ -35,13 +35,16 @@
 
 #include "backend_connection.hpp"
 #include "fairpool/asio/pool.hpp"
+#include "fairpool/asio/pool_stats.hpp"
 
 namespace fairpool::demo {
 
 // The demo's pool: 8 slots, 2 kept warm, connections recycled after 60 s idle or
 // 10 min of life, spawn backoff 100 ms doubling to 2 s, 4096 waiters; checks (PING) and
-// resets (RESET) bounded by 1 s, and off until scheduler.check_after_idle,
-// keepalive_interval or reset_on_release turn them on.
+// resets (RESET) bounded by 1 s, and off until check_after_idle, keepalive_interval or
+// reset_on_release turn them on. Acquires wait at most a request's request_timeout and
+// backend connections take at most connect_timeout to make (the pool's own 30 s bounds,
+// acquire_timeout and create_timeout, are never the first to expire).
 [[nodiscard]] fairpool::pool_options default_proxy_pool_options();
 
 inline constexpr std::string_view metrics_pool_label = "demo";
@@ -87,7 +90,13 @@ public:
     // After `grace`, clients still busy are cut off. Completes with the pool's report.
     boost::asio::awaitable<fairpool::close_report> close(std::chrono::milliseconds grace);
 
-    [[nodiscard]] core::stats pool_stats() const noexcept { return pool_.stats(); }
+    [[nodiscard]] ::fairpool::pool_stats pool_stats() const noexcept { return pool_.stats(); }
+    // The pool itself, for what reads it (its Prometheus text, its diagnostics).
+    [[nodiscard]] const fairpool::pool<backend_connection>& backend_pool() const noexcept { return pool_; }
+    // The most backend connections the pool may ever hold (its slot_capacity).
+    [[nodiscard]] std::size_t slot_capacity() const noexcept {
+        return options_.pool.slot_capacity.value_or(options_.pool.max_slots);
+    }
     // The pool's flight recorder (proxy_options::pool.recording): blocks while it writes.
     [[nodiscard]] boost::system::error_code dump_recording(const std::filesystem::path& dir) const {
         return pool_.dump_recording(dir);
@@ -96,10 +105,10 @@ public:
         return pool_.recording_status();
     }
     [[nodiscard]] proxy_totals totals() const noexcept;
-    // The /metrics page: the pool's counters (core::prometheus_text), then each connected
-    // tenant's handle statistics (append_prometheus_handles, label tenant="<name>"), all
-    // with pool="demo". A tenant with no client connected has no handle, and no series.
-    // Call it on the executor's thread.
+    // The /metrics page (fairpool::prometheus_text): the pool's counters, then each
+    // connected tenant's handle statistics (label tenant="<name>"), all with pool="demo".
+    // A tenant with no client connected has no handle, and no series. Call it on the
+    // executor's thread.
     [[nodiscard]] std::string metrics_text() const;
     [[nodiscard]] std::size_t clients() const noexcept { return clients_.load(); }
 

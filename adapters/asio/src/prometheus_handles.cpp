@@ -1,5 +1,5 @@
 // Per-handle statistics in the Prometheus text exposition format 0.0.4.
-#include "fairpool/asio/prometheus_handles.hpp"
+#include "fairpool/asio/detail/prometheus_handles.hpp"
 
 #include <array>
 #include <cstdint>
@@ -7,7 +7,7 @@
 
 #include "fairpool/core/detail/prometheus_format.hpp"
 
-namespace fairpool {
+namespace fairpool::detail {
 
 namespace {
 
@@ -97,4 +97,4 @@ void append_prometheus_handles(std::string& out, std::span<const prometheus_pool
                   append_seconds_exact);
 }
 
-}  // namespace fairpool
+}  // namespace fairpool::detail

@@ -60,6 +60,12 @@ public:
     // backoff running (its first test, inline for callers that ask after every step).
     // False says nothing.
     [[nodiscard]] bool surely_no_deadline() const noexcept { return due_ == never && backoff_end_ <= now_; }
+    // A lower bound of next_deadline(), in O(1): no deadline comes before it (never, with
+    // surely_no_deadline(), when there is none). For a caller that keeps a timer armed
+    // at or before it (the adapter's lazy timer) and need not ask for the exact one.
+    [[nodiscard]] nanos deadline_lower_bound() const noexcept {
+        return backoff_end_ > now_ && backoff_end_ < due_ ? backoff_end_ : due_;
+    }
 
     // Writes the complete state to `sink`, one record a call, in the order of
     // snapshot.hpp: snapshot_size() records, at most max_snapshot_records(config).

@@ -44,13 +44,13 @@ struct resource_hooks {
 
     // Is this idle resource still usable (a PING)? true: alive, it is granted or kept
     // idle. false, a throw, or no answer within check_timeout: dead, it is closed and
-    // replaced as needed. Needed by scheduler.check_after_idle and keepalive_interval.
+    // replaced as needed. Needed by pool_options::check_after_idle and keepalive_interval.
     std::function<boost::asio::awaitable<bool>(Resource&)> check{};
 
     // Brings a resource released clean back to a fresh state before anyone reuses it
     // (Redis RESET, PostgreSQL DISCARD ALL). true: ok, it is idle again. false, a throw,
     // or no answer within reset_timeout: failed, it is retired (reason reset_failed).
-    // Needed by scheduler.reset_on_release.
+    // Needed by pool_options::reset_on_release.
     std::function<boost::asio::awaitable<bool>(Resource&)> reset{};
 };
 
@@ -61,12 +61,11 @@ template <class Resource>
 [[nodiscard]] std::optional<std::string> validate(const pool_options& o, const resource_hooks<Resource>& hooks) {
     if (!hooks.create) return std::string("hooks.create: a pool needs a function that makes its resources");
     const auto needs = [](const char* field, const char* hook) {
-        return std::string("scheduler.") + field + ": is set, but the pool has no " + hook +
-               " hook (resource_hooks::" + hook + ")";
+        return std::string(field) + ": is set, but the pool has no " + hook + " hook (resource_hooks::" + hook + ")";
     };
-    if (!hooks.check && o.scheduler.check_after_idle > 0) return needs("check_after_idle", "check");
-    if (!hooks.check && o.scheduler.keepalive_interval > 0) return needs("keepalive_interval", "check");
-    if (!hooks.reset && o.scheduler.reset_on_release) return needs("reset_on_release", "reset");
+    if (!hooks.check && o.check_after_idle != forever) return needs("check_after_idle", "check");
+    if (!hooks.check && o.keepalive_interval != forever) return needs("keepalive_interval", "check");
+    if (!hooks.reset && o.reset_on_release) return needs("reset_on_release", "reset");
     return std::nullopt;
 }
 

@@ -2,26 +2,30 @@
 // fairpool::pool<Resource>: a fair, bounded pool of resources for Boost.Asio.
 //
 //   boost::asio::io_context io;
-//   fairpool::pool<connection> pool(io.get_executor(), options,
+//   fairpool::pool<connection> pool(io.get_executor(), {.max_slots = 8},
 //       []() -> boost::asio::awaitable<connection> { co_return co_await connect(); },
 //       [](connection& c) -> boost::asio::awaitable<void> { co_await c.async_quit(); });
 //   // or, with health checks and resets (hooks.hpp):
 //   fairpool::pool<connection> pool(io.get_executor(), options, fairpool::resource_hooks<connection>{
 //       .create = ..., .close = ..., .check = ..., .reset = ...});
+//   auto lease = co_await pool.async_acquire();            // waits at most acquire_timeout
 //   auto tenant = pool.make_handle();                       // the unit of fairness
-//   auto lease = co_await tenant.async_acquire(boost::asio::use_awaitable);
+//   auto other = co_await tenant.async_acquire(std::chrono::seconds(1));
 //   lease->query(...);                                      // released when it goes
 //
-// Every initiating function takes any completion token; completions are
-// void(error_code, lease<Resource>) for acquires and void(error_code, close_report) for
-// closes. The pool stays open while a pool or handle object exists; dropping the last
-// one shuts it down (leases may outlive it).
+// Every initiating function takes any completion token, boost::asio::deferred if none
+// is given (so `co_await pool.async_acquire()` in an awaitable coroutine); completions
+// are void(error_code, lease<Resource>) for acquires and void(error_code, close_report)
+// for closes. The pool stays open while a pool or handle object exists (pool objects
+// are copies of one shared pool); dropping the last one shuts it down (leases may
+// outlive it).
 //
 // The pool reads time from its Clock (std::chrono::steady_clock by default; any steady
 // std::chrono clock) and waits with boost::asio::basic_waitable_timer<Clock, WaitTraits>:
 // timeouts stay std::chrono durations, a close deadline is a Clock::time_point. A test
 // can give a clock it advances by hand (tests/adapter/manual_clock.hpp).
 #include <boost/asio/async_result.hpp>
+#include <boost/asio/deferred.hpp>
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
@@ -29,11 +33,14 @@
 #include <optional>
 #include <stdexcept>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 
 #include "fairpool/asio/close_report.hpp"
 #include "fairpool/asio/detail/pool_state.hpp"
 #include "fairpool/asio/detail/saturating_time.hpp"
+#include "fairpool/asio/detail/stats_conversion.hpp"
+#include "fairpool/asio/diagnostics.hpp"
 #include "fairpool/asio/error.hpp"
 #include "fairpool/asio/fwd.hpp"
 #include "fairpool/asio/handle_observer.hpp"
@@ -41,10 +48,32 @@
 #include "fairpool/asio/hooks.hpp"
 #include "fairpool/asio/lease.hpp"
 #include "fairpool/asio/options.hpp"
+#include "fairpool/asio/pool_stats.hpp"
 
 namespace fairpool {
 
+// The completion token of an initiating function given none.
+using default_completion_token = boost::asio::deferred_t;
+
 namespace detail {
+
+// A completion token, as the initiating functions tell it from a timeout or a deadline
+// given before it.
+template <class T>
+inline constexpr bool is_time_v = false;
+template <class Rep, class Period>
+inline constexpr bool is_time_v<std::chrono::duration<Rep, Period>> = true;
+template <class C, class D>
+inline constexpr bool is_time_v<std::chrono::time_point<C, D>> = true;
+template <class T>
+concept completion_token = !is_time_v<std::remove_cvref_t<T>>;
+
+// The deadline of an acquire with this per-call timeout: none for forever (the pool's
+// acquire_timeout still bounds it), now for a timeout of 0 or less.
+template <class State>
+[[nodiscard]] core::nanos acquire_deadline(const State& s, std::chrono::nanoseconds timeout) noexcept {
+    return timeout == forever ? core::never : s.deadline_after(timeout);
+}
 
 // Starts the pool, and shuts it down when the last pool or handle object goes. The
 // start is the last step of the owner's construction, and the order matters: a state
@@ -116,7 +145,7 @@ public:
     using acquire_signature = void(boost::system::error_code, lease_type);
     using close_signature = void(boost::system::error_code, close_report);
 
-    // Throws core::config_error if the options are invalid, or need a hook that is not
+    // Throws config_error if the options are invalid, or need a hook that is not
     // given (hooks.hpp: check_after_idle and keepalive_interval need `check`,
     // reset_on_release needs `reset`).
     // Throws std::bad_alloc if an allocation fails, having sent nothing and left nothing
@@ -158,20 +187,28 @@ public:
         return state()->request_resize(max_slots, min_slots);
     }
 
-    // Acquire with a fresh handle of its own.
-    template <class Token>
-    auto async_acquire(Token&& token) {
+    // Acquire with a fresh handle of its own, waiting at most options.acquire_timeout
+    // (error::timeout past it).
+    template <detail::completion_token Token = default_completion_token>
+    auto async_acquire(Token&& token = {}) {
         return initiate(core::never, std::forward<Token>(token));
     }
-    // Acquire, giving up with error::timeout after `timeout` (0: only if one is idle now).
-    template <class Token>
-    auto async_acquire(std::chrono::nanoseconds timeout, Token&& token) {
-        return initiate(state()->deadline_after(timeout), std::forward<Token>(token));
+    // The same, giving up after `timeout` if that comes first (forever: only
+    // options.acquire_timeout bounds it).
+    template <detail::completion_token Token = default_completion_token>
+    auto async_acquire(std::chrono::nanoseconds timeout, Token&& token = {}) {
+        return initiate(detail::acquire_deadline(*state(), timeout), std::forward<Token>(token));
+    }
+    // Acquire only if a resource is idle now; else error::timeout at once (no wait, no
+    // spawn waited for).
+    template <detail::completion_token Token = default_completion_token>
+    auto async_try_acquire(Token&& token = {}) {
+        return initiate(state()->now(), std::forward<Token>(token));
     }
 
     // Shut down and complete when the pool has closed: every lease back, every resource
     // destroyed. With a deadline (a time of the pool's Clock) or a timeout (from now, as
-    // acquires take it), may complete with error::timed_out and a report of what is
+    // acquires take it), may complete with error::timeout and a report of what is
     // still out; it can be called again. On a pool already closed it completes at once.
     // Throws std::bad_alloc if an allocation fails (the work it counts, its place among
     // the waiters, its timer and the timer's wait, which holds the handler), having
@@ -181,21 +218,21 @@ public:
     // pool closes, allocates nothing on the pool's side (detail/closing.hpp). (Its last
     // allocation, the post of the drain that feeds the shutdown, is fatal if it fails,
     // as any drain's post: pool_state::start_close.)
-    template <class Token>
-    auto async_close(Token&& token) {
+    template <detail::completion_token Token = default_completion_token>
+    auto async_close(Token&& token = {}) {
         return close(std::nullopt, std::forward<Token>(token));
     }
-    template <class Token>
-    auto async_close(time_point deadline, Token&& token) {
+    template <detail::completion_token Token = default_completion_token>
+    auto async_close(time_point deadline, Token&& token = {}) {
         return close(deadline, std::forward<Token>(token));
     }
-    template <class Token>
-    auto async_close(std::chrono::nanoseconds timeout, Token&& token) {
+    template <detail::completion_token Token = default_completion_token>
+    auto async_close(std::chrono::nanoseconds timeout, Token&& token = {}) {
         return close(deadline_after(timeout), std::forward<Token>(token));
     }
 
-    // A snapshot of the scheduler's counters (docs/CONTRACT.md section 9), from any thread.
-    [[nodiscard]] core::stats stats() const noexcept { return state()->stats(); }
+    // The pool's statistics (pool_stats.hpp), from any thread, without a lock.
+    [[nodiscard]] pool_stats stats() const noexcept { return detail::to_pool_stats(state()->stats()); }
     [[nodiscard]] executor_type get_executor() const noexcept { return state()->get_executor(); }
 
     // The flight recorder (pool_options::recording). dump_recording blocks the caller
@@ -216,15 +253,11 @@ public:
         return state()->recording();
     }
 
-    // Diagnostics. Drains posted to the pool's executor so far (wake-ups are coalesced,
-    // so this grows by at most one per command), drains run (inline in an initiating
-    // function or a release on the pool's executor, or posted), and commands fed to the
-    // scheduler (their ratio: commands per drain); and an observer of the pool's shared
-    // state, which expires once the pool, its handles and leases are all gone.
-    [[nodiscard]] std::uint64_t drains_posted() const noexcept { return state()->drains_posted(); }
-    [[nodiscard]] std::uint64_t drains_run() const noexcept { return state()->drains_run(); }
-    [[nodiscard]] std::uint64_t commands_fed() const noexcept { return state()->commands_fed(); }
-    [[nodiscard]] std::weak_ptr<const void> lifetime() const noexcept { return owner_->state; }
+    // What the pool's internals did (diagnostics.hpp): for benchmarks, tests and tools.
+    [[nodiscard]] pool_diagnostics diagnostics() const {
+        const state_type& s = *state();
+        return {s.drains_posted(), s.drains_run(), s.commands_fed(), s.stats(), owner_->state};
+    }
 
 private:
     friend handle_type;
@@ -303,15 +336,21 @@ public:
     }
     [[nodiscard]] explicit operator bool() const noexcept { return owner_ != nullptr; }
 
-    template <class Token>
-    auto async_acquire(Token&& token) {
+    // As pool::async_acquire, async_try_acquire, through this handle.
+    template <detail::completion_token Token = default_completion_token>
+    auto async_acquire(Token&& token = {}) {
         expect_pool();
         return initiate(core::never, std::forward<Token>(token));
     }
-    template <class Token>
-    auto async_acquire(std::chrono::nanoseconds timeout, Token&& token) {
+    template <detail::completion_token Token = default_completion_token>
+    auto async_acquire(std::chrono::nanoseconds timeout, Token&& token = {}) {
         expect_pool();
-        return initiate(owner_->state->deadline_after(timeout), std::forward<Token>(token));
+        return initiate(detail::acquire_deadline(*owner_->state, timeout), std::forward<Token>(token));
+    }
+    template <detail::completion_token Token = default_completion_token>
+    auto async_try_acquire(Token&& token = {}) {
+        expect_pool();
+        return initiate(owner_->state->now(), std::forward<Token>(token));
     }
 
     [[nodiscard]] std::uint64_t id() const noexcept { return id_; }  // 0 when empty

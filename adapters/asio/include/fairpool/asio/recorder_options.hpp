@@ -23,7 +23,7 @@ struct recorder_options {
     // what was there), so the recording of the run before a restart survives one
     // restart. Nothing here is touched before the pool has started: a pool whose
     // construction throws leaves the directory as it was. Unused with memory_only.
-    std::filesystem::path directory;
+    std::filesystem::path directory{};
     // Events per segment (each segment starts with the config and a snapshot). At least 1.
     std::uint64_t segment_events = 100'000;
     // Segment files kept, the current one included; older ones are deleted, oldest

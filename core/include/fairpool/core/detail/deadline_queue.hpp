@@ -17,7 +17,7 @@ public:
     using entry = indexed_heap::entry;  // primary = deadline, secondary = arrival
 
     explicit deadline_queue(std::uint32_t capacity)
-        : keys_(capacity), in_heap_(capacity, false), run_links_(capacity), heap_(capacity) {}
+        : keys_(capacity), in_heap_(capacity, 0), run_links_(capacity), heap_(capacity) {}
 
     [[nodiscard]] bool empty() const noexcept { return run_.empty() && heap_.empty(); }
 
@@ -25,7 +25,7 @@ public:
     void push(std::uint64_t deadline, std::uint64_t arrival, std::uint32_t item) noexcept {
         keys_[item] = {deadline, arrival, item};
         const bool in_order = run_.empty() || keys_[run_.tail].primary <= deadline;
-        in_heap_[item] = !in_order;
+        in_heap_[item] = in_order ? 0 : 1;
         if (in_order) {
             FAIRPOOL_ASSERT(run_.empty() || keys_[run_.tail].secondary < arrival);
             run_links_.push_back(run_, item);
@@ -35,7 +35,7 @@ public:
     }
 
     void remove(std::uint32_t item) noexcept {
-        if (in_heap_[item]) heap_.remove(item); else run_links_.remove(run_, item);
+        if (in_heap_[item] != 0) heap_.remove(item); else run_links_.remove(run_, item);
     }
 
     [[nodiscard]] const entry& earliest() const noexcept {
@@ -49,7 +49,7 @@ public:
 
 private:
     std::vector<entry> keys_;
-    std::vector<bool> in_heap_;
+    std::vector<std::uint8_t> in_heap_;  // bytes, not std::vector<bool>'s bits: no read-modify-write
     list_links run_links_;
     list_ends run_;
     indexed_heap heap_;

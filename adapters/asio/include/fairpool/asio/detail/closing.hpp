@@ -10,7 +10,7 @@
 // Each waiting close owns a timer of the pool's Clock, and its handler waits on it: the
 // wait, started when the close is queued, is the completion's storage, reserved then.
 // The timer expires at the close's deadline (at the Clock's last time point if it has
-// none), and its wait's handler completes the close: with error::timed_out and a report
+// none), and its wait's handler completes the close: with error::timeout and a report
 // of what is still out, read from the published counters, when the deadline came first;
 // with success when the pool closed first. closed() destroys every waiter's timer, which
 // completes its wait (operation_aborted) by moving the operation Asio allocated when the
@@ -251,7 +251,7 @@ private:
     // the pool closed, or the closing is gone). Which completion it makes is decided
     // under the mutex, whatever woke it: success once the pool has closed, else
     // operation_aborted if the close was cancelled (nothing else cancels a queued
-    // waiter's timer), else error::timed_out (its deadline came first). Still queued,
+    // waiter's timer), else error::timeout (its deadline came first). Still queued,
     // it takes its waiter out (its timer goes: this wait's operation has already left
     // it). No longer queued and the pool not closed: the
     // closing went without the pool closing, which only a context shutting down does
@@ -278,7 +278,7 @@ private:
                 } else if (!done.empty()) {
                     ec = woken_by == boost::asio::error::operation_aborted
                              ? boost::system::error_code(boost::asio::error::operation_aborted)
-                             : make_error_code(error::timed_out);
+                             : make_error_code(error::timeout);
                     report = report_of(shared->stats->read(), false);
                 } else {
                     return;

@@ -1,8 +1,12 @@
 #pragma once
 // The pool's one deadline timer: after each drain it is armed at the scheduler's next
-// deadline (or disarmed), and its expiry is a command in the mailbox like any other
-// (command_kind::tick), so nothing but a drain touches the core. Touched only by the
-// drain holding the actor.
+// deadline if that comes before the one armed (or none is), and disarmed once there is
+// none; its expiry is a command in the mailbox like any other (command_kind::tick), so
+// nothing but a drain touches the core. A deadline that moves later (the waiter due
+// first was granted) leaves the timer as it is: it fires early, the drain finds nothing
+// due and arms it again at the deadline then in force. So a queue whose waiters all
+// have deadlines (the default acquire_timeout) costs no timer operation per waiter.
+// Touched only by the drain holding the actor.
 #include <boost/asio/basic_waitable_timer.hpp>
 #include <algorithm>
 #include <chrono>
@@ -25,14 +29,23 @@ public:
     // `epoch`: the Clock's time at the scheduler's time 0.
     deadline_timer(typename timer_type::executor_type ex, time_point epoch) : executor_(std::move(ex)), epoch_(epoch) {}
 
-    // After a drain: the deadline the timer must be armed at now (core.next_deadline(),
-    // or none once the pool closed), if it is not the one armed; nullopt if it is.
+    // After a drain: what the timer must be armed at now (core.next_deadline() if it
+    // comes before the one armed, or none once there is none or the pool closed);
+    // nullopt if it stays as it is.
     [[nodiscard]] std::optional<std::optional<core::nanos>> change(const core::scheduler& core, bool closed) const {
         if (closed || core.surely_no_deadline()) {
             if (armed_) return std::optional<core::nanos>{};
             return std::nullopt;
         }
-        if (const std::optional<core::nanos> deadline = core.next_deadline(); deadline != armed_) return deadline;
+        // Armed no later than anything can be due: it stays, and the exact deadline (a
+        // walk over the time-driven work) is not even asked for.
+        if (armed_ && *armed_ <= core.deadline_lower_bound()) return std::nullopt;
+        const std::optional<core::nanos> deadline = core.next_deadline();
+        if (!deadline) {
+            if (armed_) return deadline;
+            return std::nullopt;
+        }
+        if (!armed_ || *deadline < *armed_) return deadline;
         return std::nullopt;
     }
 
@@ -59,14 +72,17 @@ public:
                                             std::min<core::nanos>(deadline, std::numeric_limits<std::int64_t>::max()))));
     }
 
-    // The drain serving an expiry, at `now`: whether the armed deadline was reached
-    // (a wait completes at or after its deadline, so it was, unless the wait was for one
-    // since replaced: a completion already queued when the timer was re-armed). Either
-    // way it is disarmed, and armed again after this drain.
-    [[nodiscard]] bool expired(core::nanos now) noexcept {
+    // The drain serving an expiry, at `now`: whether the scheduler has work due (the
+    // armed deadline was reached, and it was the scheduler's next one, not one since
+    // moved later; a wait completes at or after its deadline, so it was reached, unless
+    // the wait was for one since replaced: a completion already queued when the timer
+    // was re-armed). Either way it is disarmed, and armed again after this drain.
+    [[nodiscard]] bool expired(const core::scheduler& core, core::nanos now) noexcept {
         const bool reached = armed_ && now >= *armed_;
         armed_.reset();
-        return reached;
+        if (!reached) return false;
+        const std::optional<core::nanos> due = core.next_deadline();
+        return due && *due <= now;
     }
 
     // The execution context shuts down: the timer goes now, while its service exists.

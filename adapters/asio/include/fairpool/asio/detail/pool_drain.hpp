@@ -299,7 +299,7 @@ void pool_state<Resource, Clock, WaitTraits>::report_closed() {
 template <class Resource, class Clock, class WaitTraits>
 inline void pool_state<Resource, Clock, WaitTraits>::on_timer_expired() {
     drain_now_ = std::max(drain_now_, clock_.fresh());
-    if (timer_.expired(drain_now_)) feed(core::event::tick(drain_now_));
+    if (timer_.expired(core_, drain_now_)) feed(core::event::tick(drain_now_));
 }
 
 }  // namespace fairpool::detail

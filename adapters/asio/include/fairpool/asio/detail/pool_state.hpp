@@ -40,6 +40,7 @@
 #include "fairpool/asio/detail/mailbox.hpp"
 #include "fairpool/asio/detail/operation_table.hpp"
 #include "fairpool/asio/detail/pool_registry.hpp"
+#include "fairpool/asio/detail/pool_settings.hpp"
 #include "fairpool/asio/detail/flight_recorder.hpp"
 #include "fairpool/asio/detail/handle_block.hpp"
 #include "fairpool/asio/detail/resources.hpp"
@@ -367,13 +368,10 @@ private:
         return static_cast<std::uint32_t>(*options_.scheduler.slot_capacity);  // resolved, at most 65535
     }
 
-    static pool_options checked(const pool_options& o, const hooks_type& hooks) {
-        auto why = validate(o);
-        if (!why) why = validate(o, hooks);
-        if (why) throw core::config_error("invalid pool options: " + *why);
-        pool_options resolved = o;
-        resolved.scheduler = o.scheduler.resolved();
-        return resolved;
+    static pool_settings checked(const pool_options& o, const hooks_type& hooks) {
+        pool_settings s = settings_of(o);  // throws config_error naming a bad field
+        if (auto why = validate(o, hooks)) throw config_error("invalid pool options: " + *why);
+        return s;
     }
 
     // Whether the caller may take the actor and drain inline: it runs on the pool's
@@ -436,7 +434,7 @@ private:
     [[gnu::noinline]] void report_closed();
     void on_timer_expired();
 
-    const pool_options options_;
+    const pool_settings options_;
     executor_type executor_;
     // Into executor_, if it is one; null once the context is gone (abandon_pending).
     const boost::asio::io_context::executor_type* io_executor_;

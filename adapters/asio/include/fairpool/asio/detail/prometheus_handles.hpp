@@ -1,11 +1,8 @@
 #pragma once
 // Per-handle statistics (handle::stats()) in the Prometheus text exposition format
-// 0.0.4, labelled pool="..",tenant="..": a scrape handler's, never the pool's path (it
-// allocates its output). docs/METRICS.md lists the families.
-//
-//   const fairpool::prometheus_handle handles[] = {{a.name(), a.stats()}, {b.name(), b.stats()}};
-//   std::string body = fairpool::core::prometheus_text(pool.stats(), "db");
-//   fairpool::append_prometheus_handles(body, "db", handles);
+// 0.0.4, labelled pool="..",tenant="..": the handles' part of fairpool::prometheus_text
+// (prometheus.hpp), a scrape handler's, never the pool's path (it allocates its
+// output). docs/METRICS.md lists the families.
 //
 // Each family's # HELP and # TYPE come once, then a sample per handle, every rejection
 // reason listed (zeros included). Tenant names should be distinct within a pool: two
@@ -18,7 +15,7 @@
 
 #include "fairpool/asio/handle_stats.hpp"
 
-namespace fairpool {
+namespace fairpool::detail {
 
 struct prometheus_handle {
     std::string_view tenant;
@@ -31,12 +28,10 @@ void append_prometheus_handles(std::string& out, std::string_view pool_label,
 // Several pools' handles in one exposition: each family once, then the samples of every
 // handle of the first pool, of the second, and so on.
 //
-//   const fairpool::prometheus_pool_handles pools[] = {{"db", db_handles}, {"cache", cache_handles}};
-//   fairpool::append_prometheus_handles(body, pools);
 struct prometheus_pool_handles {
     std::string_view label;
     std::span<const prometheus_handle> handles;
 };
 void append_prometheus_handles(std::string& out, std::span<const prometheus_pool_handles> pools);
 
-}  // namespace fairpool
+}  // namespace fairpool::detail
