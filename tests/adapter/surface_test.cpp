@@ -225,11 +225,8 @@ TEST_F(surface, a_try_acquire_takes_an_idle_resource_or_fails_at_once_with_timeo
 // The default acquire_timeout is in force: with nothing idle, an acquire given no
 // timeout fails after 30 s of the pool's clock, not before.
 TEST_F(surface, an_acquire_without_a_timeout_waits_at_most_the_default_30_seconds) {
-    auto p = make_pool(options(1, 1));
-    settle();
     outcome holder, waiter;
-    p->async_acquire(record(holder));
-    settle();
+    auto p = one_slot_held(holder);
     p->async_acquire(record(waiter));
     settle();
     advance(29s);

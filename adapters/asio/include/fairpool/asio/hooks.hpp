@@ -31,9 +31,9 @@ namespace fairpool {
 
 template <class Resource>
 struct resource_hooks {
-    // Makes a resource. Throwing, or taking longer than pool_options::create_timeout if
-    // set (it is then cancelled, and a resource it still returns is destroyed unused), is a
-    // failed spawn: the pool backs off (spawn_backoff_initial, doubling to
+    // Makes a resource. Throwing, or taking longer than pool_options::create_timeout
+    // (30 s unless set; it is then cancelled, and a resource it still returns is
+    // destroyed unused), is a failed spawn: the pool backs off (spawn_backoff_initial, doubling to
     // spawn_backoff_max).
     std::function<boost::asio::awaitable<Resource>()> create{};
 

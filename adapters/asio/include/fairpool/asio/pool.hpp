@@ -180,7 +180,7 @@ public:
     // surplus idle resources at once and surplus leased ones when they come back;
     // growing spawns as waiters and min_slots need. Checked here, on the caller's
     // thread, before anything is sent: error::bad_size unless
-    // 1 <= max_slots <= scheduler.slot_capacity and min_slots <= max_slots; error::closed
+    // 1 <= max_slots <= options.slot_capacity and min_slots <= max_slots; error::closed
     // once the pool is shutting down. Success: the resize is in the mailbox (never
     // dropped; a later resize the pool has not yet taken replaces it).
     [[nodiscard]] boost::system::error_code resize(std::uint64_t max_slots, std::uint64_t min_slots) {
