@@ -11,6 +11,7 @@
 #include <boost/asio/detached.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/system/errc.hpp>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 
@@ -265,6 +266,23 @@ TEST_F(surface, a_per_call_forever_leaves_the_pool_timeout_in_force) {
     held.lease.release();
     settle();
     EXPECT_TRUE(patient.lease);
+}
+
+// The factory's timer is made late (only for a factory that did not finish at once,
+// resources.hpp), its expiry counted from the spawn's start: saturating, so a timeout
+// near nanoseconds::max() never wraps around to a time long past (a spawn failed at once).
+TEST_F(surface, a_create_timeout_near_forever_does_not_wrap_around) {
+    auto o = options(1, 1);
+    o.create_timeout = forever - 1ns;
+    test_pool p(io.get_executor(), o, []() -> asio::awaitable<resource> {
+        manual_timer never(co_await asio::this_coro::executor, manual_clock::time_point::max());
+        co_await never.async_wait(asio::use_awaitable);
+        throw std::runtime_error("the backend never answers");
+    });
+    settle();
+    advance(std::chrono::hours(1));
+    EXPECT_EQ(p.stats().spawn_failures, 0u);
+    EXPECT_EQ(p.stats().slots_spawning, 1u);
 }
 
 TEST_F(surface, pool_stats_names_every_count_and_held_counts_every_occupied_slot) {

@@ -26,6 +26,7 @@
 #include <variant>
 #include <vector>
 
+#include "fairpool/asio/detail/saturating_time.hpp"
 #include "fairpool/asio/hooks.hpp"
 #include "fairpool/core/event.hpp"
 
@@ -104,8 +105,9 @@ boost::asio::awaitable<void> create_resource(std::shared_ptr<State> self, std::u
         if (self->create_timeout().count() == 0) {
             co_await or_on_throw(create, false);
         } else {
-            const auto expiry = State::clock_type::now() +
-                                std::chrono::ceil<typename State::clock_type::duration>(self->create_timeout());
+            // Saturating, as a timer's expires_after is: a timeout near nanoseconds::max()
+            // must not wrap around to a time long past.
+            const auto expiry = saturating_after(State::clock_type::now(), self->create_timeout());
             const auto time_out = [&]() -> boost::asio::awaitable<void> {
                 const auto ex = co_await boost::asio::this_coro::executor;
                 co_await boost::asio::post(ex, boost::asio::use_awaitable);  // the factory first
