@@ -1,12 +1,21 @@
 #pragma once
-// A fixed-capacity hash map from caller-chosen u64 ids to table indices: open
-// addressing, linear probing, backward-shift deletion (no tombstones). The table has
-// at least twice as many buckets as entries, so probes stay short. The hash is keyed
-// by a per-instance seed so that callers cannot aim many ids at one bucket. Nothing
-// that the scheduler emits depends on the layout of this table.
+// A fixed-capacity map from caller-chosen u64 ids to table indices, in two tables:
+//
+// - direct: bucket `key & mask`. Callers that take ids from a counter (the Boost.Asio
+//   adapter does, for waiters and handles) find nearly every id here: two live ids
+//   share a bucket only when more than a table's size of ids were taken between them.
+//   A lookup is one load and one compare, an insert or erase one store: no hashing.
+// - hashed, for an id whose direct bucket was taken when it was inserted: open
+//   addressing, linear probing, backward-shift deletion (no tombstones), at least twice
+//   as many buckets as entries so probes stay short, keyed by a per-instance seed so
+//   that callers cannot aim many ids at one bucket (ids aimed at one direct bucket all
+//   land here). Skipped while it is empty.
+//
+// An entry lives in exactly one of the two. Nothing that the scheduler emits depends
+// on where: any ids (a trace's, a snapshot's) give the same effects.
 #include <bit>
 #include <cstdint>
-#include <optional>
+#include <utility>
 #include <vector>
 
 #include "fairpool/core/detail/assert.hpp"
@@ -17,14 +26,73 @@ namespace fairpool::core::detail {
 class id_map {
 public:
     id_map(std::uint32_t max_entries, std::uint64_t seed)
-        : buckets_(std::bit_ceil(std::uint64_t{max_entries} * 2)), mask_(buckets_.size() - 1),
+        : direct_(std::bit_ceil(std::uint64_t{max_entries} * 2)),
+          buckets_(direct_.size()), mask_(buckets_.size() - 1),
           max_entries_(max_entries), seed_(seed) {
         FAIRPOOL_ASSERT(max_entries > 0 && 2 * std::uint64_t{max_entries} <= buckets_.size());
+        for (std::size_t b = 0; b < direct_.size(); ++b) direct_[b] = vacant(b);
     }
+
+    [[nodiscard]] std::uint32_t find(std::uint64_t key) const noexcept {
+        // A vacant direct bucket holds a key that does not map to it: no match.
+        const bucket& d = direct_[key & mask_];
+        if (d.key == key) return d.value;
+        return hashed_size_ == 0 ? no_index : find_hashed(key);
+    }
+
+    void insert(std::uint64_t key, std::uint32_t value) noexcept {
+        FAIRPOOL_ASSERT(value != no_index);
+        FAIRPOOL_ASSERT(size_ < max_entries_);
+        FAIRPOOL_DEBUG_ASSERT(find(key) == no_index);
+        ++size_;
+        bucket& d = direct_[key & mask_];
+        if (d.value == no_index) {
+            d = {key, value};
+            return;
+        }
+        insert_hashed(key, value);
+    }
+
+    void erase(std::uint64_t key) noexcept {
+        FAIRPOOL_ASSERT(size_ > 0);
+        --size_;
+        const std::size_t b = key & mask_;
+        if (direct_[b].key == key) {
+            direct_[b] = vacant(b);
+            return;
+        }
+        erase_hashed(key);
+    }
+
+    // find and erase in one: the key's value, no longer in the map (the key must be present).
+    [[nodiscard]] std::uint32_t take(std::uint64_t key) noexcept {
+        FAIRPOOL_ASSERT(size_ > 0);
+        bucket& d = direct_[key & mask_];
+        if (d.key == key) {
+            --size_;
+            return std::exchange(d, vacant(key & mask_)).value;
+        }
+        const std::uint32_t value = find_hashed(key);
+        FAIRPOOL_ASSERT(value != no_index);
+        erase(key);
+        return value;
+    }
+
+    [[nodiscard]] std::uint32_t size() const noexcept { return size_; }
+
+private:
+    struct bucket {
+        std::uint64_t key = 0;
+        std::uint32_t value = no_index;
+    };
+
+    // Bucket b's key when vacant: b ^ 1, whose low bits are not b (the table has at
+    // least 2 buckets), so no key that maps to b equals it.
+    [[nodiscard]] static bucket vacant(std::size_t b) noexcept { return {std::uint64_t{b} ^ 1, no_index}; }
 
     // Every probe loop below ends within buckets_.size() probes: at least half of the
     // buckets are empty (max_entries ≤ buckets / 2), and a run ends at an empty one.
-    [[nodiscard]] std::uint32_t find(std::uint64_t key) const noexcept {
+    [[nodiscard]] std::uint32_t find_hashed(std::uint64_t key) const noexcept {
         std::size_t b = bucket_of(key);
         for (std::size_t probes = 0; probes < buckets_.size(); ++probes, b = (b + 1) & mask_) {
             const bucket& slot = buckets_[b];
@@ -35,9 +103,7 @@ public:
         return no_index;
     }
 
-    void insert(std::uint64_t key, std::uint32_t value) noexcept {
-        FAIRPOOL_ASSERT(value != no_index);
-        FAIRPOOL_ASSERT(size_ < max_entries_);
+    void insert_hashed(std::uint64_t key, std::uint32_t value) noexcept {
         std::size_t b = bucket_of(key);
         for (std::size_t probes = 0; buckets_[b].value != no_index; ++probes) {
             FAIRPOOL_ASSERT(probes < buckets_.size());
@@ -45,10 +111,10 @@ public:
             b = (b + 1) & mask_;
         }
         buckets_[b] = {key, value};
-        ++size_;
+        ++hashed_size_;
     }
 
-    void erase(std::uint64_t key) noexcept {
+    void erase_hashed(std::uint64_t key) noexcept {
         std::size_t hole = bucket_of(key);
         for (std::size_t probes = 0; buckets_[hole].key != key || buckets_[hole].value == no_index; ++probes) {
             FAIRPOOL_ASSERT(probes < buckets_.size());
@@ -66,16 +132,8 @@ public:
             hole = next;
         }
         buckets_[hole] = {};
-        --size_;
+        --hashed_size_;
     }
-
-    [[nodiscard]] std::uint32_t size() const noexcept { return size_; }
-
-private:
-    struct bucket {
-        std::uint64_t key = 0;
-        std::uint32_t value = no_index;
-    };
 
     [[nodiscard]] std::size_t bucket_of(std::uint64_t key) const noexcept {
         // A keyed variant of the murmur3 finalizer: the seed enters before mixing.
@@ -88,10 +146,12 @@ private:
         return static_cast<std::size_t>(h) & mask_;
     }
 
-    std::vector<bucket> buckets_;
-    std::size_t mask_;
+    std::vector<bucket> direct_;
+    std::vector<bucket> buckets_;  // the hashed table
+    std::size_t mask_;             // of both: they have the same size
     std::uint32_t max_entries_;
     std::uint32_t size_ = 0;
+    std::uint32_t hashed_size_ = 0;
     std::uint64_t seed_;
 };
 

@@ -22,33 +22,35 @@ struct list_ends {
 
 class list_links {
 public:
-    explicit list_links(std::uint32_t capacity) : prev_(capacity, no_index), next_(capacity, no_index) {}
+    explicit list_links(std::uint32_t capacity) : links_(capacity) {}
 
     void push_back(list_ends& list, std::uint32_t i) noexcept {
-        FAIRPOOL_ASSERT(i < prev_.size());
-        prev_[i] = list.tail;
-        next_[i] = no_index;
-        if (list.tail == no_index) list.head = i; else next_[list.tail] = i;
+        FAIRPOOL_ASSERT(i < links_.size());
+        links_[i] = {list.tail, no_index};
+        if (list.tail == no_index) list.head = i; else links_[list.tail].next = i;
         list.tail = i;
         ++list.size;
     }
 
     void remove(list_ends& list, std::uint32_t i) noexcept {
         FAIRPOOL_ASSERT(list.size > 0);
-        const std::uint32_t p = prev_[i];
-        const std::uint32_t n = next_[i];
-        if (p == no_index) { FAIRPOOL_ASSERT(list.head == i); list.head = n; } else next_[p] = n;
-        if (n == no_index) { FAIRPOOL_ASSERT(list.tail == i); list.tail = p; } else prev_[n] = p;
-        prev_[i] = next_[i] = no_index;
+        const auto [p, n] = links_[i];
+        if (p == no_index) { FAIRPOOL_ASSERT(list.head == i); list.head = n; } else links_[p].next = n;
+        if (n == no_index) { FAIRPOOL_ASSERT(list.tail == i); list.tail = p; } else links_[n].prev = p;
+        links_[i] = {};
         --list.size;
     }
 
     // The index after i in its list, or no_index.
-    [[nodiscard]] std::uint32_t next(std::uint32_t i) const noexcept { return next_[i]; }
+    [[nodiscard]] std::uint32_t next(std::uint32_t i) const noexcept { return links_[i].next; }
 
 private:
-    std::vector<std::uint32_t> prev_;
-    std::vector<std::uint32_t> next_;
+    // An index's two links side by side: one cache line, one base pointer.
+    struct link {
+        std::uint32_t prev = no_index;
+        std::uint32_t next = no_index;
+    };
+    std::vector<link> links_;
 };
 
 }  // namespace fairpool::core::detail

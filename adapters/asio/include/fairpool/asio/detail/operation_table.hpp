@@ -28,9 +28,7 @@ public:
 
     // The waiter's operation, removed from the table; every effect names a known waiter.
     acquire_operation* take(std::uint64_t waiter) noexcept {
-        const std::uint32_t at = ids_.find(waiter);
-        FAIRPOOL_ASSERT(at != core::detail::no_index);
-        ids_.erase(waiter);
+        const std::uint32_t at = ids_.take(waiter);
         free_.push_back(at);
         return std::exchange(operations_[at], nullptr);
     }
