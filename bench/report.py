@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Reads bench rows (one JSON object per line, from the files given) and prints the
 markdown table: every fairpool figure beside each baseline's, with the ratio
-baseline ÷ fairpool. With --json FILE also writes all rows as one JSON list."""
+baseline ÷ fairpool. With --json FILE also writes all rows as one JSON list. Rows of
+scenario "run" (design "machine", unit "text") say where and on what the run was made:
+metrics commit, date, cpu_model, cores."""
 import argparse
 import json
 
@@ -30,6 +32,8 @@ def fmt(v):
 
 
 def table(rows):
+    run = {r["metric"]: r["value"] for r in rows if r["scenario"] == "run"}
+    rows = [r for r in rows if r["scenario"] != "run"]
     designs = DESIGNS + [d for d in EXTRA_DESIGNS if any(r["design"] == d for r in rows)]
     cells, order = {}, []
     for r in rows:
@@ -41,7 +45,8 @@ def table(rows):
     head = ["scenario", "metric", "unit", "fairpool"]
     for d in designs[1:]:
         head += [d, "×"]
-    out = ["| " + " | ".join(head) + " |",
+    out = [f"Run: commit {run['commit']}, {run['date']}, {run['cpu_model']}, {run['cores']} cores", ""] if run else []
+    out += ["| " + " | ".join(head) + " |",
            "|" + "|".join(["---"] * 3 + ["---:"] * (len(head) - 3)) + "|"]
     for key in order:
         values = cells[key]

@@ -214,7 +214,7 @@ TYPED_TEST(health, a_drawn_lifetime_of_zero_retires_the_resource_at_its_spawned)
 }
 
 // ---------------------------------------------------------------------------------
-// Tests that pin what tools/mutate-core's health mutants change (docs/HARDENING.md).
+// Tests that pin what tools/mutate-core's health mutants change (docs/internals/HARDENING.md).
 
 // Decision 5: with checks, the idle order (by verification) and idle time differ;
 // idle_timeout retires by idle time. Slot 1 idles first (30), slot 0 second (40); two

@@ -1,0 +1,76 @@
+// Fairness: a greedy tenant (G) queues four requests, then a light tenant (l) queues two.
+// Each line shows the order in which the pool granted them.
+#include <boost/asio.hpp>
+#include <fairpool/asio.hpp>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+namespace asio = boost::asio;
+using fairpool::fairness_policy;
+
+struct connection {
+    int id = 0;
+};
+
+struct scene {
+    asio::io_context io;
+    fairpool::pool<connection> pool;
+    fairpool::handle<connection> greedy, light;     // empty until make_handle
+    std::string order;                              // one letter per grant
+    std::vector<fairpool::lease<connection>> held;  // leases kept, with `hold`
+    bool hold;
+
+    scene(const fairpool::pool_options& options, const fairpool::handle_options& greedy_options = {},
+          bool hold_leases = false)
+        : pool(io.get_executor(), options, []() -> asio::awaitable<connection> { co_return connection{}; }),
+          hold(hold_leases) {
+        // [handles]
+        greedy = pool.make_handle(greedy_options);  // one handle per tenant
+        light = pool.make_handle({.name = "light"});
+        // [/handles]
+        for (int i = 0; i < 4; ++i) request(greedy, 'G');
+        for (int i = 0; i < 2; ++i) request(light, 'l');
+        io.poll();  // run what is ready: spawns, grants, releases
+    }
+    ~scene() {
+        held.clear();                      // every lease back
+        pool.async_close(asio::detached);  // queued waiters get error::closed
+        io.run();
+    }
+
+    // [request]
+    void request(fairpool::handle<connection>& tenant, char letter) {
+        tenant.async_acquire([this, letter](boost::system::error_code ec, fairpool::lease<connection> lease) {
+            if (ec) return;  // error::closed: still queued when the pool closed
+            order += letter;
+            if (hold) held.push_back(std::move(lease));  // else back now, to the next waiter
+        });
+    }
+    // [/request]
+    void print(const char* title) const { std::printf("%-36s %s\n", title, order.c_str()); }
+};
+
+int main() {
+    // [policy]
+    scene({.max_slots = 1}).print("round_robin, 1 slot:");
+    scene({.max_slots = 1, .policy = fairness_policy::fifo}).print("fifo, 1 slot:");
+    // [/policy]
+    // [weight]
+    scene({.max_slots = 1}, {.weight = 3}).print("round_robin, greedy weight 3:");
+    // [/weight]
+    // [cap]
+    scene({.max_slots = 3}, {}, true).print("3 slots, leases held:");
+    scene({.max_slots = 3}, {.max_leases = 1}, true).print("3 slots, held, greedy max_leases 1:");
+    // [/cap]
+    // [resize]
+    scene growing({.max_slots = 1, .slot_capacity = 4}, {}, true);
+    growing.print("1 slot, leases held:");
+    boost::system::error_code ec = growing.pool.resize(3, 0);  // 3 slots from now on
+    growing.io.poll();
+    growing.print("after resize(3, 0):");
+    ec = growing.pool.resize(5, 0);  // above slot_capacity: refused, nothing changes
+    std::printf("%-36s %s\n", "resize(5, 0):", ec.message().c_str());
+    // [/resize]
+}
