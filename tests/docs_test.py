@@ -106,7 +106,7 @@ def check_code():
                     if not os.path.exists(target):
                         fail(where, f"example {arg} does not exist")
                     elif read(target) != body:
-                        fail(where, f"the block differs from {arg}")
+                        fail(where, f"the block differs from {arg}: run tools/render-docs")
                     elif arg not in built and not arg.startswith("tests/consumers/"):
                         fail(where, f"{arg} is not built by any meson.build")
                 elif kind == "fragment":
@@ -118,7 +118,7 @@ def check_code():
                     if cut is None:
                         fail(where, f"{path_part} has no single region [{name}] ... [/{name}]")
                     elif cut != body:
-                        fail(where, f"the block differs from {path_part}, region {name}")
+                        fail(where, f"the block differs from {path_part}, region {name}: run tools/render-docs")
                     elif path_part not in built:
                         fail(where, f"{path_part} is not built by any meson.build")
                 else:
@@ -162,7 +162,7 @@ def check_figures():
         checks += 1
         try:
             if render(text, rows, rel(path)) != text:
-                fail(rel(path), "a figure is not as bench/results.json has it: run tools/render-figures")
+                fail(rel(path), "a figure is not as bench/results.json has it: run tools/render-docs")
         except FigureError as e:
             fail(rel(path), str(e))
         if path.endswith("RESULTS.md"):
@@ -220,8 +220,12 @@ def check_citations():
     sections = set(re.findall(r"^##+ (\d+(?:\.\d+)*)[. ]", contract, re.M))
     decisions_part = contract[contract.index("## 11."):]
     decisions = set(re.findall(r"^(\d+)\. \*\*", decisions_part, re.M))
-    files = subprocess.run(["git", "-C", root, "ls-files"], capture_output=True, text=True,
-                           check=True).stdout.split()
+    listed = subprocess.run(["git", "-C", root, "ls-files"], capture_output=True, text=True)
+    if listed.returncode == 0:
+        files = listed.stdout.split()
+    else:  # not a git checkout: every file but build directories'
+        files = [rel(os.path.join(d, f)) for d, dirs, names in os.walk(root) for f in names
+                 if not rel(d).startswith(("build", ".git"))]
     cited = re.compile(r"CONTRACT(?:\.md)?,? (?:section|§) ?(\d+(?:\.\d+)*)")
     for f in files:
         path = os.path.join(root, f)

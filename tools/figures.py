@@ -6,7 +6,7 @@ A figure is written as a marker naming one row, or the ratio of two rows:
     <!-- fig: SCENARIO DESIGN METRIC / SCENARIO DESIGN METRIC -->TEXT<!-- /fig -->
 
 and TEXT is what render() writes for the row's value and unit. Used by
-tools/render-figures (which rewrites the files) and tests/docs_test.py (which fails if
+tools/render-docs (which rewrites the files) and tests/docs_test.py (which fails if
 a file is not as rendered)."""
 import json
 import re

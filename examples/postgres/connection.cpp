@@ -71,6 +71,7 @@ asio::awaitable<connection> connection::connect(parameters params, canceller& ca
     std::vector<const char*> keys, values;
     for (const auto& [k, v] : params) keys.push_back(k.c_str()), values.push_back(v.c_str());
     keys.push_back(nullptr), values.push_back(nullptr);
+    // [connect]
     PGconn* raw = PQconnectStartParams(keys.data(), values.data(), 0);
     if (raw == nullptr) throw error("libpq: out of memory");
     connection c(co_await asio::this_coro::executor, raw, cancels);
@@ -86,6 +87,7 @@ asio::awaitable<connection> connection::connect(parameters params, canceller& ca
     c.track_socket();
     if (PQsetnonblocking(raw, 1) != 0) throw error(c.message());
     co_return c;
+    // [/connect]
 }
 
 bool connection::idle() const noexcept {

@@ -85,6 +85,7 @@ int main(int argc, char** argv) {
         const auto tenants = pg::parse_tenants(s.tenants);
         asio::io_context io;
         pg::canceller cancels;  // outlives the pool and its connections
+        // [pool]
         const fairpool::pool_options options{
             .max_slots = s.pool_size,
             .max_waiters = 4096,
@@ -96,6 +97,7 @@ int main(int argc, char** argv) {
         };
         pg::pool pool(io.get_executor(), options,
                       pg::hooks(pg::parse_conninfo(s.conninfo), "fairpool-pg-service", cancels));
+        // [/pool]
         pg::service_options service_options;
         service_options.work = std::chrono::milliseconds(s.work_ms);
         pg::item_service service(pool, service_options);
@@ -107,6 +109,7 @@ int main(int argc, char** argv) {
             std::printf("listening on http://%s:%u (GET /items/{id} with X-Tenant, GET /metrics), pool of %u\n",
                         at.address().to_string().c_str(), at.port(), s.pool_size);
             std::fflush(stdout);
+            // [shutdown]
             if (s.load_seconds > 0) {
                 const std::chrono::seconds duration(s.load_seconds);
                 auto results = co_await pg::run_load(at, tenants, duration, items);
@@ -120,7 +123,12 @@ int main(int argc, char** argv) {
             std::printf("%s", fairpool::prometheus_text(pool, "postgres").c_str());
             std::printf("\ncancels sent: %llu, failed: %llu\n", static_cast<unsigned long long>(cancels.sent()),
                         static_cast<unsigned long long>(cancels.failed()));
-            (void)co_await pool.async_close(std::chrono::seconds(5));
+            auto [closed, report] = co_await pool.async_close(std::chrono::seconds(5),
+                                                              asio::as_tuple(asio::use_awaitable));
+            if (closed)
+                std::printf("close: %s; leases still out %llu\n", closed.message().c_str(),
+                            static_cast<unsigned long long>(report.leases_out));
+            // [/shutdown]
         }, asio::use_future);
         io.run();
         done.get();

@@ -56,6 +56,7 @@ asio::awaitable<void> item_service::prepare(int count) {
 }
 
 asio::awaitable<item_service::response> item_service::item(int id, const std::string& tenant) {
+    // [item]
     auto found = tenants_.find(tenant);
     if (found == tenants_.end()) {
         if (tenants_.size() >= options_.max_tenants) co_return text(429, "too many tenants");
@@ -73,6 +74,7 @@ asio::awaitable<item_service::response> item_service::item(int id, const std::st
     co_return reply(200, "application/json",
                        "{\"id\":" + std::to_string(id) + ",\"name\":" + json_string(PQgetvalue(o.rows.get(), 0, 0)) +
                            "}\n");
+    // [/item]
 }
 
 asio::awaitable<item_service::response> item_service::answer(std::string target, std::string tenant) {

@@ -33,6 +33,7 @@ http::response<http::string_body> response(http::status status, std::string cont
     return r;
 }
 
+// [answer]
 http::response<http::string_body> answer(const http::request<http::string_body>& request,
                                          const std::function<std::string()>& body) {
     const std::string_view target = request.target();
@@ -45,6 +46,7 @@ http::response<http::string_body> answer(const http::request<http::string_body>&
     }
     return response(http::status::ok, "text/plain; version=0.0.4", body());
 }
+// [/answer]
 
 // The response to what was read: a whole request, or bytes that are not one.
 http::response<http::string_body> respond(beast::error_code ec, const http::request<http::string_body>& request,

@@ -237,6 +237,7 @@ asio::awaitable<std::optional<std::string>> proxy_server::forward(session& s, st
     using namespace asio::experimental::awaitable_operators;
     const auto deadline = std::chrono::steady_clock::now() + options_.request_timeout;
 
+    // [forward]
     // Wait for a connection, unless the client leaves first (nothing is on the wire yet).
     auto acquired = co_await (s.owner->handle.async_acquire(options_.request_timeout, use_tuple) ||
                               watch_client(s.socket));
@@ -269,8 +270,10 @@ asio::awaitable<std::optional<std::string>> proxy_server::forward(session& s, st
     ++counters_->cut_by_timeout;
     ++counters_->errors_timeout;
     co_return resp::error("ERR timeout");
+    // [/forward]
 }
 
+// [acquire-error]
 std::string proxy_server::acquire_error(boost::system::error_code ec) {
     if (ec == fairpool::condition::overloaded) {  // saturated, busy or timed out: shed load
         if (ec != fairpool::error::timeout) {
@@ -289,13 +292,16 @@ std::string proxy_server::acquire_error(boost::system::error_code ec) {
     ++counters_->errors_other;
     return resp::error("ERR shutting down");
 }
+// [/acquire-error]
 
+// [metrics-text]
 std::string proxy_server::metrics_text() const {
     std::vector<fairpool::handle_observer> handles;
     handles.reserve(tenants_.size());
     for (const auto& [name, t] : tenants_) handles.push_back(t->handle.observer());
     return fairpool::prometheus_text(pool_, metrics_pool_label, handles);
 }
+// [/metrics-text]
 
 bool proxy_server::join_tenant(session& s, const std::string& name) {
     auto it = tenants_.find(name);

@@ -5,6 +5,7 @@
 
 #include <csignal>
 #include <cstdio>
+#include <memory>
 
 namespace asio = boost::asio;
 using namespace std::chrono_literals;
@@ -15,7 +16,8 @@ struct connection {
 };
 
 // A request that holds its connection for `hold` (a slow query), or reports the refusal.
-asio::awaitable<void> request(fairpool::pool<connection>& pool, int n, std::chrono::milliseconds hold) {
+asio::awaitable<void> request(fairpool::pool<connection>& pool, int n,
+                              std::chrono::milliseconds hold) {
     auto [ec, lease] = co_await pool.async_acquire(use_tuple);
     if (ec) {
         std::printf("request %d: %s\n", n, ec.message().c_str());
@@ -44,13 +46,13 @@ int main() {
         if (ec) return;
         std::printf("signal %d: shutting down\n", signo);
         accepting = false;  // acceptor.close(): no new requests
-        pool.async_close(50ms, [&](boost::system::error_code ec, fairpool::close_report r) {
-            if (!ec) {
+        pool.async_close(50ms, [&](boost::system::error_code error, fairpool::close_report r) {
+            if (!error) {
                 std::puts("pool closed");
                 return;
             }
-            std::printf("close: %s\n  still out: %llu leases, %llu spawning, %llu retiring\n",
-                        ec.message().c_str(), static_cast<unsigned long long>(r.leases_out),
+            std::printf("close: %s\n  still out: leases %llu, spawning %llu, retiring %llu\n",
+                        error.message().c_str(), static_cast<unsigned long long>(r.leases_out),
                         static_cast<unsigned long long>(r.slots_spawning),
                         static_cast<unsigned long long>(r.slots_retiring));
             // Keep waiting, without a deadline (or return from main and let them go).
@@ -61,7 +63,7 @@ int main() {
     });
     // [/signal]
 
-    asio::co_spawn(io, request(pool, 1, 200ms), asio::detached);  // still out at the deadline
+    asio::co_spawn(io, request(pool, 1, 100ms), asio::detached);  // still out at the deadline
     asio::co_spawn(io, request(pool, 2, 1ms), asio::detached);    // queued behind it: closed
     asio::co_spawn(io, [&]() -> asio::awaitable<void> {
         asio::steady_timer soon(io, 10ms);

@@ -2,7 +2,7 @@
 // fairpool's errors (a boost::system error category) and the condition that groups
 // the "shed load" ones.
 //
-//   auto [ec, lease] = co_await pool.async_acquire(asio::as_tuple);
+//   auto [ec, lease] = co_await pool.async_acquire(asio::as_tuple(asio::use_awaitable));
 //   if (ec == fairpool::condition::overloaded) return reply_503();   // saturated, busy, timeout
 //   if (ec == boost::system::errc::timed_out) ...                    // timeout only
 //

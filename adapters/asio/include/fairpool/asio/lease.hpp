@@ -10,8 +10,8 @@
 //     whose co_await throws (operation_aborted included) so gives its lease back dirty.
 //  2. An in-flight guard marks it dirty if the guard ends without done():
 //        auto guard = lease.in_flight();
-//        auto [ec, n] = co_await op(*lease, asio::as_tuple);   // or (op || timer), a
-//        guard.done();                                          // parallel_group, a catch
+//        auto [ec, n] = co_await op(*lease, asio::as_tuple(asio::use_awaitable));
+//        guard.done();  // or (op || timer), a parallel_group, a catch
 //     So an operation that errs by error code, loses a race or is cancelled leaves the
 //     resource dirty unless the code says it finished. The lease must stay where it is
 //     while a guard is out (not moved, not released).

@@ -27,7 +27,8 @@ using core::fairness_policy;
 // Which idle resource a grant takes: the most recently used (lifo, the default: the
 // others stay idle long enough for idle_timeout to retire them) or the least (fifo).
 using core::idle_order;
-// Thrown by a pool given invalid options; what() names the field ("max_slots: ...").
+// Thrown by a pool given invalid options; what() names the field
+// ("invalid pool options: max_slots: ...").
 using core::config_error;
 
 // "No bound": a duration field set to forever never expires (acquire_timeout,
@@ -62,7 +63,8 @@ struct pool_options {
     // How long the factory (resource_hooks::create) may take; past it the spawn has
     // failed (the pool backs off and spawns again as needed) and the factory is
     // cancelled through its cancellation slot (a resource it still returns is destroyed
-    // unused). forever: the factory bounds itself. Costs a timer per spawn.
+    // unused). forever: the factory bounds itself. A factory that does not finish at once
+    // costs a timer (one that finishes at once, none).
     std::chrono::nanoseconds create_timeout = std::chrono::seconds(30);
     // After a failed spawn the pool waits this long before the next, doubling up to the max.
     std::chrono::nanoseconds spawn_backoff_initial = std::chrono::milliseconds(100);

@@ -231,7 +231,9 @@ public:
         return close(deadline_after(timeout), std::forward<Token>(token));
     }
 
-    // The pool's statistics (pool_stats.hpp), from any thread, without a lock.
+    // The pool's statistics (pool_stats.hpp), from any thread. The pool never waits for
+    // a reader; a reader of a busy pool that fails 16 lock-free attempts asks the pool
+    // for a copy (behind a mutex shared only with such readers: docs/CONTRACT.md section 8).
     [[nodiscard]] pool_stats stats() const noexcept { return detail::to_pool_stats(state()->stats()); }
     [[nodiscard]] executor_type get_executor() const noexcept { return state()->get_executor(); }
 
