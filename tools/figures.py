@@ -37,7 +37,7 @@ def _scaled(v):
     return _number(v, 2)
 
 
-def format_value(value, unit):
+def format_value(value, unit, metric=""):
     if isinstance(value, str):
         return value
     if unit in ("ns", "us"):  # in the unit that keeps it below 1,000 (down to ns)
@@ -48,10 +48,10 @@ def format_value(value, unit):
         return _scaled(ns) + " ns"
     if unit == "instructions":
         return _number(value, 0 if float(value).is_integer() else 1)
+    if unit == "fraction" or (unit == "ratio" and metric.endswith("_share")):
+        return _scaled(100 * value) + " %"
     if unit == "ratio":
         return _scaled(value) + "×"
-    if unit == "fraction":
-        return _scaled(100 * value) + " %"
     if unit == "sessions/s":
         return _number(value, 0) + "/s"
     if float(value).is_integer():
@@ -70,7 +70,7 @@ def figure(spec, rows, where="figure"):
     words = spec.split()
     if len(words) == 3:
         r = _row(rows, tuple(words), where)
-        return format_value(r["value"], r["unit"])
+        return format_value(r["value"], r["unit"], r["metric"])
     if len(words) == 7 and words[3] == "/":
         a, b = _row(rows, tuple(words[:3]), where), _row(rows, tuple(words[4:]), where)
         if not b["value"]:
