@@ -5,7 +5,7 @@
            marked region of a built file, verbatim; every shell block is run by a named
            file or marked not-run; docs/CONTRACT.md's marked traces are the golden traces
   figures  every measured figure in README.md and docs/guide/ is a marker, rendered as
-           bench/results.json says (tools/figures.py)
+           bench/results.json says (tools/docs_render.py)
   links    relative links in README.md, CHANGELOG.md, bench/RESULTS.md and docs/ resolve,
            anchors included; CONTRACT.md sections and decisions cited in the tree exist
   coverage every pool_options field and every error and condition enumerator is in the
@@ -18,11 +18,10 @@ import os
 import re
 import subprocess
 import sys
-import textwrap
 
 root = sys.argv[1]
 sys.path.insert(0, os.path.join(root, "tools"))
-from figures import MARKER, FigureError, load_rows, render  # noqa: E402
+from docs_render import MARKER, FigureError, load_rows, region, render  # noqa: E402
 
 FENCE = re.compile(r"^```([\w+-]*)\n(.*?)^```\n", re.S | re.M)
 MARK = re.compile(r"<!-- (example|fragment|run-by|not-run|sample output)(?::\s*(.*?))? -->\n$")
@@ -68,15 +67,6 @@ def blocks(text):
                (mark.group(2) or "") if mark else "", line_of(text, m.start()), m)
 
 
-def region(path, name):
-    lines = read(os.path.join(root, path)).splitlines(keepends=True)
-    starts = [i for i, l in enumerate(lines) if l.rstrip().endswith(f"// [{name}]")]
-    ends = [i for i, l in enumerate(lines) if l.rstrip().endswith(f"// [/{name}]")]
-    if len(starts) != 1 or len(ends) != 1 or ends[0] < starts[0]:
-        return None
-    return textwrap.dedent("".join(lines[starts[0] + 1:ends[0]]))
-
-
 def built_sources():
     """Sources the build compiles: every .cpp named in a meson.build (by its directory)."""
     names = set()
@@ -114,7 +104,7 @@ def check_code():
                     if not name or not os.path.exists(os.path.join(root, path_part)):
                         fail(where, f"fragment {arg}: name FILE#REGION of an existing file")
                         continue
-                    cut = region(path_part, name)
+                    cut = region(root, path_part, name)
                     if cut is None:
                         fail(where, f"{path_part} has no single region [{name}] ... [/{name}]")
                     elif cut != body:

@@ -1,4 +1,6 @@
-"""Measured figures in the docs, rendered from bench/results.json (docs/internals/docs.md).
+"""What tools/render-docs writes into the docs and tests/docs_test.py checks is there
+(docs/internals/docs.md): measured figures from bench/results.json, and code blocks cut
+from the files they name.
 
 A figure is written as a marker naming one row, or the ratio of two rows:
 
@@ -9,7 +11,9 @@ and TEXT is what render() writes for the row's value and unit. Used by
 tools/render-docs (which rewrites the files) and tests/docs_test.py (which fails if
 a file is not as rendered)."""
 import json
+import os
 import re
+import textwrap
 
 MARKER = re.compile(r"<!-- fig: ([^>]*?) -->(.*?)<!-- /fig -->", re.S)
 
@@ -85,3 +89,32 @@ def render(text, rows, where="file"):
         line = text.count("\n", 0, m.start()) + 1
         return f"<!-- fig: {m.group(1)} -->{figure(m.group(1), rows, f'{where}:{line}')}<!-- /fig -->"
     return MARKER.sub(one, text)
+
+
+def region(root, path, name):
+    """The lines of PATH between `// [NAME]` and `// [/NAME]`, dedented; None if the file
+    has no single such region."""
+    with open(os.path.join(root, path)) as f:
+        lines = f.read().splitlines(keepends=True)
+    starts = [i for i, line in enumerate(lines) if line.rstrip().endswith(f"// [{name}]")]
+    ends = [i for i, line in enumerate(lines) if line.rstrip().endswith(f"// [/{name}]")]
+    if len(starts) != 1 or len(ends) != 1 or ends[0] < starts[0]:
+        return None
+    return textwrap.dedent("".join(lines[starts[0] + 1:ends[0]]))
+
+
+def render_code(text, root):
+    """`text` with every block marked `example: PATH` or `fragment: PATH#REGION` made the
+    file or region it names."""
+    def fragment(m):
+        path, _, name = m.group(1).partition("#")
+        cut = region(root, path, name)
+        if cut is None:
+            raise FigureError(f"{path} has no single region [{name}] ... [/{name}]")
+        return f"<!-- fragment: {m.group(1)} -->\n```cpp\n{cut}```\n"
+
+    def example(m):
+        with open(os.path.join(root, m.group(1))) as f:
+            return f"<!-- example: {m.group(1)} -->\n```cpp\n{f.read()}```\n"
+    text = re.sub(r"<!-- fragment: (\S+) -->\n```cpp\n.*?^```\n", fragment, text, flags=re.S | re.M)
+    return re.sub(r"<!-- example: (\S+) -->\n```cpp\n.*?^```\n", example, text, flags=re.S | re.M)
