@@ -56,6 +56,28 @@ asio::awaitable<backend_reply> backend_connection::round_trip(std::string_view r
     co_return co_await exchange(request);
 }
 
+asio::awaitable<backend_replies> backend_connection::pipeline(std::string_view requests, std::size_t count) {
+    requests_ += count;
+    in_flight_ = true;
+    backend_replies out;
+    auto [ec, n] = co_await asio::async_write(socket_, asio::buffer(requests), use_tuple);
+    if (ec) {
+        out.ec = ec;
+        co_return out;
+    }
+    while (out.replies < count) {
+        auto reply = co_await read_reply();
+        if (reply.ec) {
+            out.ec = reply.ec;
+            co_return out;
+        }
+        out.frames += reply.frame;
+        ++out.replies;
+    }
+    in_flight_ = false;
+    co_return out;
+}
+
 asio::awaitable<backend_reply> backend_connection::exchange(std::string_view request) {
     in_flight_ = true;
     auto [ec, n] = co_await asio::async_write(socket_, asio::buffer(request), use_tuple);

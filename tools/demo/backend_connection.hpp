@@ -3,7 +3,8 @@
 //
 // connect() is the pool's factory: TCP connect, then PING and CLIENT ID as the
 // handshake, all bounded by a timeout; it throws on failure (a failed spawn). round_trip()
-// sends one request and reads one whole reply frame. ping() is the pool's check and
+// sends one request and reads one whole reply frame; pipeline() sends several at once
+// and reads their replies. ping() is the pool's check and
 // reset() its reset (the pool bounds both by its check_timeout and reset_timeout, and
 // cancels them past it). close() is the pool's graceful close: QUIT when the connection
 // is clean, a plain close when a request, a check or a reset was cut off mid-flight (its
@@ -28,6 +29,14 @@ struct backend_reply {
     std::string frame;             // the raw reply frame, when !ec
 };
 
+// The replies to a pipeline of requests, in order: `replies` whole frames in `frames`.
+// With ec set, the requests after the last reply got none (the connection is unusable).
+struct backend_replies {
+    boost::system::error_code ec;
+    std::string frames;
+    std::size_t replies = 0;
+};
+
 class backend_connection {
 public:
     static boost::asio::awaitable<backend_connection> connect(boost::asio::ip::tcp::endpoint endpoint,
@@ -38,6 +47,9 @@ public:
 
     // Writes `request` (one RESP frame) and reads one reply frame.
     boost::asio::awaitable<backend_reply> round_trip(std::string_view request);
+
+    // Writes `requests`, `count` RESP frames, in one write and reads `count` replies.
+    boost::asio::awaitable<backend_replies> pipeline(std::string_view requests, std::size_t count);
 
     // The pool's check: PING, answered +PONG. False on any other answer or an I/O error
     // (a connection the server closed while it was idle reads end of file here).

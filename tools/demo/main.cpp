@@ -12,9 +12,12 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <string_view>
 
@@ -64,8 +67,15 @@ A Redis proxy that shares a fair, bounded pool of backend connections among tena
   --no-record             no flight recorder
   --dump-dir DIR          on SIGUSR1, the recorder's retained segments are copied here
                           (default fairpool-dump), to replay with fairpool-replay
+  --tenant-passwords FILE AUTH <tenant> <password> names a client's tenant: FILE has one
+                          "tenant password" pair a line (# starts a comment); without it
+                          AUTH is refused
+  --max-batch N           pipelined requests of one client forwarded per turn (default 16)
+  --deny LIST             commands refused, comma-separated ("FLUSHALL,SCRIPT FLUSH");
+                          replaces the default deny list (docs/DEMO.md); "" denies nothing
   --help
-Tenants: a client is tenant "default" until it sends CLIENT SETNAME <tenant>.
+Tenants: a client is tenant "default" until it sends CLIENT SETNAME <tenant> or
+AUTH <tenant> <password>.
 )";
 
 struct options {
@@ -90,7 +100,44 @@ struct options {
     unsigned long segment_events = 100'000;
     unsigned long keep_segments = 8;
     std::string dump_dir = "fairpool-dump";
+    std::map<std::string, std::string, std::less<>> tenant_passwords;
+    unsigned long max_batch = 16;
+    std::optional<fairpool::demo::deny_list> denied;
 };
+
+// "tenant password" lines; nullopt (after a message) if the file cannot be read or a
+// line is not a pair.
+std::optional<std::map<std::string, std::string, std::less<>>> read_passwords(const std::string& path) {
+    std::ifstream in(path);
+    if (!in) {
+        std::fprintf(stderr, "fairpool-demo: cannot read --tenant-passwords %s\n", path.c_str());
+        return std::nullopt;
+    }
+    std::map<std::string, std::string, std::less<>> out;
+    std::string line;
+    for (int number = 1; std::getline(in, line); ++number) {
+        std::istringstream words(line);
+        std::string tenant, password, extra;
+        if (!(words >> tenant) || tenant.front() == '#') continue;
+        if (!(words >> password) || (words >> extra)) {
+            std::fprintf(stderr, "fairpool-demo: %s:%d: expected \"tenant password\"\n", path.c_str(), number);
+            return std::nullopt;
+        }
+        out[tenant] = password;
+    }
+    return out;
+}
+
+fairpool::demo::deny_list parse_deny_list(std::string_view list) {
+    fairpool::demo::deny_list out;
+    while (!list.empty()) {
+        const auto comma = list.find(',');
+        const std::string_view item = list.substr(0, comma);
+        if (!item.empty()) out.insert(fairpool::demo::resp::upper(item));
+        list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
+    }
+    return out;
+}
 
 std::optional<options> parse(int argc, char** argv) {
     options o;
@@ -161,6 +208,18 @@ std::optional<options> parse(int argc, char** argv) {
                 return std::nullopt;
             }
             (a == "--record-dir" ? o.record_dir : o.dump_dir) = std::string(dir);
+        } else if (a == "--tenant-passwords") {
+            auto passwords = read_passwords(std::string(value()));
+            if (!passwords) return std::nullopt;
+            o.tenant_passwords = std::move(*passwords);
+        } else if (a == "--max-batch") {
+            if (!num(o.max_batch, 4096) || o.max_batch == 0) return std::nullopt;
+        } else if (a == "--deny") {
+            if (i + 1 >= argc) {
+                std::fprintf(stderr, "fairpool-demo: --deny needs a list (\"\" for none)\n");
+                return std::nullopt;
+            }
+            o.denied = parse_deny_list(value());
         } else if (a == "--no-record") {
             o.record_dir.reset();
         } else if (a == "--segment-events") {
@@ -209,6 +268,9 @@ int main(int argc, char** argv) {
     po.pool.keepalive_interval = ms_or_off(o.keepalive_ms);
     po.pool.reset_on_release = o.reset_on_release;
     po.pool.max_leases_per_handle = o.tenant_cap.value_or(0);
+    po.tenant_passwords = o.tenant_passwords;
+    po.max_batch_commands = o.max_batch;
+    if (o.denied) po.denied = *o.denied;
     if (o.record_dir) {
         fairpool::recorder_options ro;
         ro.directory = *o.record_dir;

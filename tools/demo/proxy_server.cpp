@@ -10,6 +10,7 @@
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
+#include <tuple>
 #include <variant>
 #include <vector>
 
@@ -34,17 +35,6 @@ bool valid_tenant_name(std::string_view name) {
     for (const char c : name)
         if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == ':' || c == '-')) return false;
     return true;
-}
-
-// Commands relayed to the backend. Anything else is refused by the proxy. BLPOP is
-// there to put a request on the wire for as long as one likes (bounded by the
-// request timeout): the cancellation tests and demonstrations use it.
-bool forwardable(const std::vector<std::string>& args) {
-    const std::string name = resp::upper(args[0]);
-    if (name == "PING" || name == "ECHO" || name == "GET" || name == "SET" || name == "INCR" || name == "DEL" ||
-        name == "BLPOP")
-        return true;
-    return name == "CLIENT" && args.size() == 2 && resp::upper(args[1]) == "ID";
 }
 
 asio::awaitable<timed_out> wait_until(asio::steady_timer& timer) {
@@ -105,6 +95,29 @@ struct proxy_server::session {
     tenant* owner = nullptr;
     bool reading = false;  // waiting for the next request: close() may cancel the read
     bool quit = false;
+    // The connection of an open transaction (MULTI or WATCH seen, EXEC, DISCARD or
+    // UNWATCH not yet), held until `held_until`.
+    std::optional<fairpool::lease<backend_connection>> held;
+    std::chrono::steady_clock::time_point held_until;
+    transaction_state transaction;
+
+    // Gives the held connection back dirty: its transaction was cut off.
+    void drop_held() {
+        if (held) held->mark_dirty();
+        held.reset();
+        transaction = {};
+    }
+};
+
+// Requests gathered for one turn: encoded back to back, with their command names.
+struct proxy_server::batch {
+    std::string requests;
+    std::vector<std::string> names;  // upper case
+    [[nodiscard]] std::size_t size() const noexcept { return names.size(); }
+    void clear() {
+        requests.clear();
+        names.clear();
+    }
 };
 
 proxy_server::proxy_server(asio::any_io_executor ex, proxy_options options)
@@ -166,34 +179,94 @@ asio::awaitable<void> proxy_server::refuse(tcp::socket socket) {
 }
 
 asio::awaitable<void> proxy_server::serve(std::shared_ptr<session> s) {
+    using namespace asio::experimental::awaitable_operators;
     join_tenant(*s, "default");
     const resp::limits limits{options_.max_request_bytes, 1024, 1};
     std::array<char, 4096> chunk;
-    while (!stopping_ && !s->quit) {
-        const auto parsed = resp::parse(s->buffer, limits);
-        if (parsed.status == resp::parse_status::incomplete) {
-            s->reading = true;
-            auto [ec, n] = co_await s->socket.async_read_some(asio::buffer(chunk), use_tuple);
-            s->reading = false;
+    batch pending;
+    std::string replies;
+    bool open = true;
+    // Forwards what is pending; false if the client went away.
+    auto flush = [&]() -> asio::awaitable<bool> {
+        if (pending.size() == 0) co_return true;
+        auto r = co_await forward(*s, pending);
+        pending.clear();
+        if (!r) co_return false;
+        replies += *r;
+        co_return true;
+    };
+    while (open && !stopping_ && !s->quit) {
+        // Every complete request in the buffer, in order: forwarded in turns of at most
+        // max_batch_commands and max_batch_bytes, the proxy's own answers in between.
+        std::size_t consumed = 0;
+        bool broken = false;
+        while (!s->quit) {
+            const auto parsed = resp::parse_request(std::string_view(s->buffer).substr(consumed), limits);
+            if (parsed.status == resp::parse_status::incomplete) break;
+            if (parsed.status != resp::parse_status::complete) {
+                // The stream cannot be resynchronised: answer, then close.
+                ++counters_->requests;
+                ++counters_->errors_other;
+                if (!(open = co_await flush())) break;
+                replies += resp::error(parsed.status == resp::parse_status::too_large ? "ERR request too large"
+                                                                                      : "ERR protocol error");
+                broken = true;
+                break;
+            }
+            consumed += parsed.length;
+            if (parsed.frame.type == resp::type::array && parsed.frame.elements.empty()) continue;  // an empty line
+            ++counters_->requests;
+            const auto args = resp::arguments(parsed.frame);
+            if (args.empty()) {
+                if (!(open = co_await flush())) break;
+                ++counters_->errors_other;
+                replies += resp::error("ERR protocol error: expected an array of bulk strings");
+                continue;
+            }
+            const command_class c = classify(args, options_.denied);
+            if (c.kind == command_kind::forward || c.kind == command_kind::transaction) {
+                pending.requests += resp::command(args);
+                pending.names.push_back(resp::upper(args[0]));
+                if (pending.size() >= options_.max_batch_commands || pending.requests.size() >= options_.max_batch_bytes)
+                    if (!(open = co_await flush())) break;
+                continue;
+            }
+            if (!(open = co_await flush())) break;
+            replies += answer_locally(*s, args, c);
+        }
+        if (open && !(open = co_await flush())) break;
+        s->buffer.erase(0, consumed);
+        if (!open) break;
+        if (!replies.empty()) {
+            auto [ec, n] = co_await asio::async_write(s->socket, asio::buffer(replies), use_tuple);
+            replies.clear();
             if (ec) break;
-            s->buffer.append(chunk.data(), n);
-            continue;
         }
-        ++counters_->requests;
-        if (parsed.status != resp::parse_status::complete) {
-            // The stream cannot be resynchronised: answer, then close.
-            ++counters_->errors_other;
-            const std::string reply = resp::error(parsed.status == resp::parse_status::too_large
-                                                      ? "ERR request too large"
-                                                      : "ERR protocol error");
-            (void)co_await asio::async_write(s->socket, asio::buffer(reply), use_tuple);
-            break;
+        if (broken || s->quit) break;
+        s->reading = true;
+        std::size_t n = 0;
+        boost::system::error_code ec;
+        if (s->held) {
+            // An open transaction holds a connection: at most until its deadline.
+            asio::steady_timer timer(executor_, s->held_until);
+            auto r = co_await (s->socket.async_read_some(asio::buffer(chunk), use_tuple) || wait_until(timer));
+            if (r.index() == 1) {
+                ++counters_->cut_by_timeout;
+                s->drop_held();
+                s->reading = false;
+                continue;
+            }
+            std::tie(ec, n) = std::get<0>(r);
+        } else {
+            std::tie(ec, n) = co_await s->socket.async_read_some(asio::buffer(chunk), use_tuple);
         }
-        s->buffer.erase(0, parsed.length);
-        const auto reply = co_await handle_request(*s, parsed.frame);
-        if (!reply) break;  // the client went away
-        auto [ec, n] = co_await asio::async_write(s->socket, asio::buffer(*reply), use_tuple);
+        s->reading = false;
         if (ec) break;
+        s->buffer.append(chunk.data(), n);
+    }
+    if (s->held) {  // the client left, or the proxy closed it, mid-transaction
+        ++counters_->cut_by_disconnect;
+        s->drop_held();
     }
     boost::system::error_code ignored;
     s->socket.shutdown(tcp::socket::shutdown_both, ignored);
@@ -203,73 +276,117 @@ asio::awaitable<void> proxy_server::serve(std::shared_ptr<session> s) {
     --clients_;
 }
 
-asio::awaitable<std::optional<std::string>> proxy_server::handle_request(session& s, const resp::value& request) {
-    const auto args = resp::arguments(request);
-    if (args.empty()) {
-        ++counters_->errors_other;
-        co_return resp::error("ERR protocol error: expected an array of bulk strings");
-    }
-    const std::string name = resp::upper(args[0]);
-    if (name == "CLIENT" && args.size() == 3 && resp::upper(args[1]) == "SETNAME") {
-        if (!valid_tenant_name(args[2])) {
-            ++counters_->errors_other;
-            co_return resp::error("ERR invalid tenant name (1..64 of A-Z a-z 0-9 _ . : -)");
+std::string proxy_server::answer_locally(session& s, const std::vector<std::string>& args, const command_class& c) {
+    switch (c.kind) {
+        case command_kind::set_name: return switch_tenant(s, args[2]);
+        case command_kind::get_name: return resp::bulk(s.owner->name);
+        case command_kind::quit: s.quit = true; return resp::simple("OK");
+        case command_kind::select_zero: return resp::simple("OK");
+        case command_kind::auth: {
+            const std::string tenant_name = args.size() == 3 ? args[1] : "default";
+            if (options_.tenant_passwords.empty()) {
+                ++counters_->errors_other;
+                return resp::error("ERR AUTH: this proxy has no tenant passwords (--tenant-passwords FILE)");
+            }
+            const auto it = options_.tenant_passwords.find(tenant_name);
+            if (it == options_.tenant_passwords.end() || it->second != args.back()) {
+                ++counters_->errors_other;
+                return resp::error("WRONGPASS invalid username-password pair or user is disabled.");
+            }
+            return switch_tenant(s, tenant_name);
         }
-        const std::string previous = s.owner->name;
-        leave_tenant(s);
-        if (join_tenant(s, args[2])) co_return resp::simple("OK");
-        join_tenant(s, previous);
-        ++counters_->errors_other;
-        co_return resp::error("ERR too many tenants");
+        default: ++counters_->errors_other; return resp::error(c.refusal);
     }
-    if (name == "QUIT") {
-        s.quit = true;
-        co_return resp::simple("OK");
-    }
-    if (!forwardable(args)) {
-        ++counters_->errors_other;
-        co_return resp::error("ERR unknown or unsupported command '" + args[0].substr(0, 32) + "'");
-    }
-    co_return co_await forward(s, resp::command(args));
 }
 
-asio::awaitable<std::optional<std::string>> proxy_server::forward(session& s, std::string request) {
+std::string proxy_server::switch_tenant(session& s, const std::string& name) {
+    if (!valid_tenant_name(name)) {
+        ++counters_->errors_other;
+        return resp::error("ERR invalid tenant name (1..64 of A-Z a-z 0-9 _ . : -)");
+    }
+    const std::string previous = s.owner->name;
+    leave_tenant(s);
+    if (join_tenant(s, name)) return resp::simple("OK");
+    join_tenant(s, previous);
+    ++counters_->errors_other;
+    return resp::error("ERR too many tenants");
+}
+
+asio::awaitable<std::optional<std::string>> proxy_server::forward(session& s, batch& b) {
     using namespace asio::experimental::awaitable_operators;
-    const auto deadline = std::chrono::steady_clock::now() + options_.request_timeout;
+    const std::size_t count = b.size();
+    auto each = [count](const std::string& reply) {
+        std::string out;
+        for (std::size_t i = 0; i < count; ++i) out += reply;
+        return out;
+    };
 
     // [forward]
-    // Wait for a connection, unless the client leaves first (nothing is on the wire yet).
-    auto acquired = co_await (s.owner->handle.async_acquire(options_.request_timeout, use_tuple) ||
-                              watch_client(s.socket));
-    if (acquired.index() == 1) co_return std::nullopt;
-    auto [ec, lease] = std::get<0>(std::move(acquired));
-    if (ec) co_return acquire_error(ec);
-
-    // On the wire: the reply, the deadline or the client's departure, whichever first.
-    // The connection is fit for reuse only once its reply has come: cut off mid-flight
-    // (the reply may still arrive on it) or failed, the guard leaves the lease dirty and
-    // the connection never serves anyone again.
-    asio::steady_timer timer(executor_, deadline);
-    auto guard = lease.in_flight();
-    auto outcome = co_await (lease->round_trip(request) || wait_until(timer) || watch_client(s.socket));
-    if (outcome.index() == 0) {
-        auto reply = std::get<0>(std::move(outcome));
-        if (!reply.ec) {
-            guard.done();
-            ++counters_->backend_replies;
-            co_return std::move(reply.frame);
-        }
-        ++counters_->backend_failures;
-        ++counters_->errors_unavailable;
-        co_return resp::error("ERR backend unavailable");
+    // A connection: the open transaction's, or one leased for this turn. Waiting for a
+    // lease ends early if the client leaves (nothing is on the wire yet).
+    std::optional<fairpool::lease<backend_connection>> leased;
+    if (!s.held) {
+        auto acquired = co_await (s.owner->handle.async_acquire(options_.request_timeout, use_tuple) ||
+                                  watch_client(s.socket));
+        if (acquired.index() == 1) co_return std::nullopt;
+        auto [ec, lease] = std::get<0>(std::move(acquired));
+        if (ec) co_return each(acquire_error(ec));
+        leased.emplace(std::move(lease));
     }
-    if (outcome.index() == 2) {
+    auto& lease = s.held ? *s.held : *leased;
+    const auto deadline = s.held ? s.held_until : std::chrono::steady_clock::now() + options_.request_timeout;
+
+    // On the wire: the replies, the deadline or the client's departure, whichever first.
+    // The connection is fit for reuse only once every reply has come: cut off mid-flight
+    // (replies may still arrive on it) or failed, the guard leaves the lease dirty and
+    // the connection never serves anyone again.
+    enum class ending : std::uint8_t { replied, timed_out, client_gone };
+    ending how = ending::replied;
+    backend_replies replies;
+    {
+        asio::steady_timer timer(executor_, deadline);
+        auto guard = lease.in_flight();
+        auto outcome = co_await (lease->pipeline(b.requests, count) || wait_until(timer) || watch_client(s.socket));
+        if (outcome.index() == 2) {
+            how = ending::client_gone;
+        } else if (outcome.index() == 1) {
+            how = ending::timed_out;
+        } else {
+            replies = std::get<0>(std::move(outcome));
+            if (!replies.ec) guard.done();
+        }
+    }  // the guard ends here: the lease is dirty unless it was done
+    if (how != ending::replied || replies.ec) {
+        s.held.reset();  // a transaction cut off ends with its connection (and `leased` with this call)
+        s.transaction = {};
+    }
+    if (how == ending::client_gone) {
         ++counters_->cut_by_disconnect;
         co_return std::nullopt;
     }
-    ++counters_->cut_by_timeout;
-    ++counters_->errors_timeout;
-    co_return resp::error("ERR timeout");
+    if (how == ending::timed_out) {
+        ++counters_->cut_by_timeout;
+        counters_->errors_timeout += count;
+        co_return each(resp::error("ERR timeout"));
+    }
+    if (replies.ec) {
+        ++counters_->backend_failures;
+        counters_->backend_replies += replies.replies;
+        counters_->errors_unavailable += count - replies.replies;
+        std::string out = std::move(replies.frames);
+        for (std::size_t i = replies.replies; i < count; ++i) out += resp::error("ERR backend unavailable");
+        co_return out;
+    }
+    counters_->backend_replies += count;
+    // A transaction opened in this turn keeps its connection; one that ended gives it back.
+    for (const auto& name : b.names) s.transaction.after(name);
+    if (s.transaction.holds_connection() && !s.held) {
+        s.held = std::move(leased);
+        s.held_until = deadline;
+    } else if (!s.transaction.holds_connection()) {
+        s.held.reset();
+    }
+    co_return std::move(replies.frames);
     // [/forward]
 }
 

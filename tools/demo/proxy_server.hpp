@@ -13,9 +13,20 @@
 // (request timeout, client disconnect, I/O error) releases its lease dirty: that
 // backend connection is closed, never reused.
 //
-// Tenants: a client is tenant "default" until it sends CLIENT SETNAME <tenant>
-// (1..64 characters of [A-Za-z0-9_.:-]); the proxy answers it itself. All connections
-// of one tenant share that tenant's handle.
+// Requests: RESP arrays or inline commands (resp::parse_request). The complete requests
+// a client has sent are forwarded as one pipeline over one lease, up to
+// max_batch_commands and max_batch_bytes a turn (the rest take the tenant's next turn);
+// replies come back in order. Commands that would leave state on a shared connection,
+// and the deny list's, are answered with an error (command_policy.hpp). MULTI ... EXEC
+// and WATCH ... EXEC run on one connection, held from MULTI or WATCH to EXEC, DISCARD or
+// UNWATCH for at most request_timeout; a client that leaves or runs out of time holding
+// it releases it dirty.
+//
+// Tenants: a client is tenant "default" until it sends CLIENT SETNAME <tenant> or
+// AUTH <tenant> <password> (AUTH <password> names "default"; passwords from
+// tenant_passwords, AUTH refused without them); 1..64 characters of [A-Za-z0-9_.:-].
+// The proxy answers both itself, never forwarding them. All connections of one tenant
+// share that tenant's handle.
 //
 // Single-threaded: run the executor's context on one thread. close() must complete
 // before the object is destroyed.
@@ -34,6 +45,7 @@
 #include <unordered_set>
 
 #include "backend_connection.hpp"
+#include "command_policy.hpp"
 #include "fairpool/asio/pool.hpp"
 #include "fairpool/asio/pool_stats.hpp"
 
@@ -58,6 +70,10 @@ struct proxy_options {
     std::size_t max_request_bytes = 64 * 1024;  // beyond: "-ERR request too large", then close
     std::chrono::milliseconds request_timeout{1000};
     std::chrono::milliseconds connect_timeout{1000};  // connect + PING handshake of a backend connection
+    std::size_t max_batch_commands = 16;        // pipelined requests forwarded per turn (>= 1)
+    std::size_t max_batch_bytes = 64 * 1024;    // and their bytes (a turn takes at least one request)
+    std::map<std::string, std::string, std::less<>> tenant_passwords;  // AUTH <tenant> <password>; empty: AUTH refused
+    deny_list denied = default_deny_list();     // refused commands ("NAME" or "NAME SUBCOMMAND", upper case)
 };
 
 // Counters, readable from any thread.
@@ -120,8 +136,11 @@ private:
     boost::asio::awaitable<void> accept_loop();
     boost::asio::awaitable<void> refuse(boost::asio::ip::tcp::socket socket);
     boost::asio::awaitable<void> serve(std::shared_ptr<session> s);
-    boost::asio::awaitable<std::optional<std::string>> handle_request(session& s, const resp::value& request);
-    boost::asio::awaitable<std::optional<std::string>> forward(session& s, std::string request);
+    // The replies to `batch`, in order (nullopt: the client went away).
+    struct batch;
+    boost::asio::awaitable<std::optional<std::string>> forward(session& s, batch& b);
+    std::string answer_locally(session& s, const std::vector<std::string>& args, const command_class& c);
+    std::string switch_tenant(session& s, const std::string& name);
     std::string acquire_error(boost::system::error_code ec);
     bool join_tenant(session& s, const std::string& name);
     void leave_tenant(session& s);

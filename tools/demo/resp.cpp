@@ -111,6 +111,73 @@ parse_result parse(std::string_view input, const limits& l) {
     return result;
 }
 
+namespace {
+
+// One inline line's words, or false if its quotes do not balance.
+bool split_inline(std::string_view line, std::vector<std::string>& words) {
+    std::size_t i = 0;
+    while (true) {
+        while (i < line.size() && (line[i] == ' ' || line[i] == '\t')) ++i;
+        if (i == line.size()) return true;
+        std::string word;
+        const char quote = line[i] == '"' || line[i] == '\'' ? line[i++] : '\0';
+        while (true) {
+            if (i == line.size()) {
+                if (quote != '\0') return false;
+                break;
+            }
+            const char c = line[i];
+            if (quote == '\0' && (c == ' ' || c == '\t')) break;
+            if (quote != '\0' && c == quote) {
+                ++i;
+                // A closing quote must end the word, as in redis-server.
+                if (i < line.size() && line[i] != ' ' && line[i] != '\t') return false;
+                break;
+            }
+            if (quote == '"' && c == '\\' && i + 1 < line.size()) {
+                const char e = line[++i];
+                word += e == 'n' ? '\n' : e == 'r' ? '\r' : e == 't' ? '\t' : e;
+            } else {
+                word += c;
+            }
+            ++i;
+        }
+        words.push_back(std::move(word));
+    }
+}
+
+}  // namespace
+
+parse_result parse_request(std::string_view input, const limits& l) {
+    if (input.empty() || input.front() == '*') return parse(input, l);
+    parse_result result;
+    const std::size_t end = input.find('\n');
+    if (end == std::string_view::npos) {
+        result.status = input.size() > l.max_frame_bytes ? parse_status::too_large : parse_status::incomplete;
+        return result;
+    }
+    if (end + 1 > l.max_frame_bytes) {
+        result.status = parse_status::too_large;
+        return result;
+    }
+    std::string_view line = input.substr(0, end);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    std::vector<std::string> words;
+    if (!split_inline(line, words)) {
+        result.status = parse_status::malformed;
+        return result;
+    }
+    if (words.size() > l.max_elements) {
+        result.status = parse_status::too_large;
+        return result;
+    }
+    result.status = parse_status::complete;
+    result.length = end + 1;
+    result.frame.type = type::array;
+    for (auto& w : words) result.frame.elements.push_back(value{type::bulk_string, std::move(w), 0, {}});
+    return result;
+}
+
 std::string command(std::span<const std::string> args) {
     std::string out = line('*', std::to_string(args.size()));
     for (const auto& a : args) out += bulk(a);

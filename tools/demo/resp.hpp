@@ -40,6 +40,15 @@ struct parse_result {
 
 [[nodiscard]] parse_result parse(std::string_view input, const limits& l = {});
 
+// A client's request at the start of `input`: a RESP array, or an inline command (any
+// other first byte), as telnet and nc users type it: one line ending in LF (a CR before
+// it is dropped), split at spaces and tabs, where "double quotes" (with the escapes \",
+// \\, \n, \r, \t) and 'single quotes' group words, as redis-server's own inline parser
+// does. An inline request comes back as an array of bulk strings; an empty line as an
+// empty array (the caller skips it). The line counts against max_frame_bytes and its
+// words against max_elements; unbalanced quotes are malformed.
+[[nodiscard]] parse_result parse_request(std::string_view input, const limits& l = {});
+
 // A command as clients send it: an array of bulk strings.
 [[nodiscard]] std::string command(std::span<const std::string> args);
 [[nodiscard]] std::string command(std::initializer_list<std::string_view> args);
