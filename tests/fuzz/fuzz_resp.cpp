@@ -17,6 +17,12 @@
 //   forwards a request) is no longer, parses under the same limits to the same value,
 //   and that is exactly what resp::arguments says of it.
 //
+// - resp::parse_request (what the proxy reads its clients with: RESP, or an inline
+//   command) gives resp::parse's verdict on a stream that starts with '*'; a complete
+//   inline request (any other first byte) is an array of bulk strings within the
+//   limits, one line long; and
+//   the whole stream and its two pieces give the same requests and verdict with it too.
+//
 // Every parse sees a buffer that ends where its allocation ends, so AddressSanitizer
 // reports a read past the input.
 #include <algorithm>
@@ -174,17 +180,19 @@ struct session {
     resp::parse_status verdict = resp::parse_status::incomplete;  // of what is left over
 };
 
+using parser = resp::parse_result (*)(std::string_view, const resp::limits&);
+
 // The stream as proxy_server::serve reads it, given `cut` bytes, then all of them:
 // parse the buffer; incomplete, read more (or the client is done); complete, serve the
 // request and drop it from the buffer; anything else, answer and close.
-session serve(std::string_view stream, std::size_t cut) {
+session serve(std::string_view stream, std::size_t cut, parser parse = resp::parse) {
     const auto first = exact_copy(stream, cut);
     std::string_view buffer(first.get(), cut);
     bool all_read = false;
     std::size_t consumed = 0;
     session s;
     for (;;) {
-        const auto parsed = resp::parse(buffer.substr(consumed), proxy_limits);
+        const auto parsed = parse(buffer.substr(consumed), proxy_limits);
         s.verdict = parsed.status;
         if (parsed.status == resp::parse_status::incomplete) {
             if (all_read) break;
@@ -224,6 +232,36 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     for (std::size_t i = 0; i < whole.requests.size(); ++i)
         if (!same(pieces.requests[i], whole.requests[i]))
             fail("cut at " + std::to_string(cut) + ": request " + std::to_string(i) + " differs");
+
+    // The same with the proxy's request parser, which also reads inline commands.
+    session requests;
+    for (std::size_t at = 0;;) {
+        const std::string_view rest = stream.substr(at);
+        const auto parsed = resp::parse_request(rest, proxy_limits);
+        requests.verdict = parsed.status;
+        if (!rest.empty() && rest.front() == '*' && !same(parsed, resp::parse(rest, proxy_limits)))
+            fail("parse_request differs from parse on a RESP array");
+        if (parsed.status == resp::parse_status::incomplete && rest.size() > proxy_limits.max_frame_bytes)
+            fail("parse_request: incomplete beyond max_frame_bytes");
+        if (parsed.status != resp::parse_status::complete) break;
+        if (parsed.length == 0 || parsed.length > rest.size() || parsed.length > proxy_limits.max_frame_bytes)
+            fail("parse_request: a request length outside the input or the limit");
+        if (rest.front() != '*') {
+            if (parsed.frame.type != resp::type::array || !all_bulk(parsed.frame) ||
+                parsed.frame.elements.size() > proxy_limits.max_elements)
+                fail("parse_request: an inline request that is not an array of bulk strings within the limits");
+            if (rest.substr(0, parsed.length).find('\n') != parsed.length - 1)
+                fail("parse_request: an inline request that is not one line");
+        }
+        requests.requests.push_back(parsed.frame);
+        at += parsed.length;
+    }
+    const session request_pieces = serve(stream, cut, resp::parse_request);
+    if (request_pieces.verdict != requests.verdict || request_pieces.requests.size() != requests.requests.size())
+        fail("parse_request, cut at " + std::to_string(cut) + ": the pieces read differently from the whole");
+    for (std::size_t i = 0; i < requests.requests.size(); ++i)
+        if (!same(request_pieces.requests[i], requests.requests[i]))
+            fail("parse_request, cut at " + std::to_string(cut) + ": request " + std::to_string(i) + " differs");
 
     // A short stream: every prefix of its first frame, each in its own allocation.
     // Shorter than a complete frame, it is incomplete; any other verdict is final.

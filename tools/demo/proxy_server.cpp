@@ -356,6 +356,7 @@ asio::awaitable<std::optional<std::string>> proxy_server::forward(session& s, ba
             if (!replies.ec) guard.done();
         }
     }  // the guard ends here: the lease is dirty unless it was done
+    // [/forward]
     if (how != ending::replied || replies.ec) {
         s.held.reset();  // a transaction cut off ends with its connection (and `leased` with this call)
         s.transaction = {};
@@ -387,7 +388,6 @@ asio::awaitable<std::optional<std::string>> proxy_server::forward(session& s, ba
         s.held.reset();
     }
     co_return std::move(replies.frames);
-    // [/forward]
 }
 
 // [acquire-error]
