@@ -8,7 +8,7 @@ import argparse
 import json
 
 DESIGNS = ["fairpool", "mutex_condvar", "servicing_task", "notify_retry", "channel"]
-EXTRA_DESIGNS = ["connect_per_request"]  # bench/redis_sessions
+EXTRA_DESIGNS = ["connect_per_request", "twemproxy"]  # bench/redis_sessions, bench/proxy
 
 
 def read_rows(paths):

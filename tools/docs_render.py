@@ -56,7 +56,7 @@ def format_value(value, unit, metric=""):
         return _scaled(100 * value) + " %"
     if unit == "ratio":
         return _scaled(value) + "×"
-    if unit == "sessions/s":
+    if unit.endswith("/s"):  # sessions/s, requests/s
         return _number(value, 0) + "/s"
     if float(value).is_integer():
         return _number(value, 0)
