@@ -25,6 +25,7 @@ enum class command_kind {
 
 struct command_class {
     command_kind kind = command_kind::forward;
+    std::string name;     // the command's name, upper case
     std::string refusal;  // for refused: the whole error message ("ERR ...")
 };
 

@@ -223,10 +223,10 @@ asio::awaitable<void> proxy_server::serve(std::shared_ptr<session> s) {
                 replies += resp::error("ERR protocol error: expected an array of bulk strings");
                 continue;
             }
-            const command_class c = classify(args, options_.denied);
+            command_class c = classify(args, options_.denied);
             if (c.kind == command_kind::forward || c.kind == command_kind::transaction) {
                 pending.requests += resp::command(args);
-                pending.names.push_back(resp::upper(args[0]));
+                pending.names.push_back(std::move(c.name));
                 if (pending.size() >= options_.max_batch_commands || pending.requests.size() >= options_.max_batch_bytes)
                     if (!(open = co_await flush())) break;
                 continue;
@@ -234,9 +234,9 @@ asio::awaitable<void> proxy_server::serve(std::shared_ptr<session> s) {
             if (!(open = co_await flush())) break;
             replies += answer_locally(*s, args, c);
         }
-        if (open && !(open = co_await flush())) break;
-        s->buffer.erase(0, consumed);
+        if (open) open = co_await flush();
         if (!open) break;
+        s->buffer.erase(0, consumed);
         if (!replies.empty()) {
             auto [ec, n] = co_await asio::async_write(s->socket, asio::buffer(replies), use_tuple);
             replies.clear();

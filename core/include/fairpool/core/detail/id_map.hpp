@@ -53,30 +53,16 @@ public:
         insert_hashed(key, value);
     }
 
-    void erase(std::uint64_t key) noexcept {
-        FAIRPOOL_ASSERT(size_ > 0);
-        --size_;
-        const std::size_t b = key & mask_;
-        if (direct_[b].key == key) {
-            direct_[b] = vacant(b);
-            return;
-        }
-        erase_hashed(key);
-    }
-
     // find and erase in one: the key's value, no longer in the map (the key must be present).
     [[nodiscard]] std::uint32_t take(std::uint64_t key) noexcept {
         FAIRPOOL_ASSERT(size_ > 0);
+        --size_;
         bucket& d = direct_[key & mask_];
-        if (d.key == key) {
-            --size_;
-            return std::exchange(d, vacant(key & mask_)).value;
-        }
-        const std::uint32_t value = find_hashed(key);
-        FAIRPOOL_ASSERT(value != no_index);
-        erase(key);
-        return value;
+        if (d.key == key) return std::exchange(d, vacant(key & mask_)).value;
+        return erase_hashed(key);
     }
+
+    void erase(std::uint64_t key) noexcept { static_cast<void>(take(key)); }
 
     [[nodiscard]] std::uint32_t size() const noexcept { return size_; }
 
@@ -114,13 +100,15 @@ private:
         ++hashed_size_;
     }
 
-    void erase_hashed(std::uint64_t key) noexcept {
+    // Removes the key from the hashed table; its value.
+    std::uint32_t erase_hashed(std::uint64_t key) noexcept {
         std::size_t hole = bucket_of(key);
         for (std::size_t probes = 0; buckets_[hole].key != key || buckets_[hole].value == no_index; ++probes) {
             FAIRPOOL_ASSERT(probes < buckets_.size());
             FAIRPOOL_ASSERT(buckets_[hole].value != no_index);  // the key must be present
             hole = (hole + 1) & mask_;
         }
+        const std::uint32_t value = buckets_[hole].value;
         // Backward shift: pull later entries of the probe run into the hole when
         // their home bucket does not lie (cyclically) between the hole and them.
         // Bound: the probe run after the hole, < buckets_.size() entries.
@@ -133,6 +121,7 @@ private:
         }
         buckets_[hole] = {};
         --hashed_size_;
+        return value;
     }
 
     [[nodiscard]] std::size_t bucket_of(std::uint64_t key) const noexcept {
