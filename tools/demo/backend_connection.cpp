@@ -1,6 +1,6 @@
 #include "backend_connection.hpp"
 
-#include <array>
+#include <cstring>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
@@ -56,26 +56,65 @@ asio::awaitable<backend_reply> backend_connection::round_trip(std::string_view r
     co_return co_await exchange(request);
 }
 
-asio::awaitable<backend_replies> backend_connection::pipeline(std::string_view requests, std::size_t count) {
+void backend_connection::start_pipeline(std::string_view requests, std::size_t count, reply_sink& sink) {
     requests_ += count;
     in_flight_ = true;
-    backend_replies out;
-    auto [ec, n] = co_await asio::async_write(socket_, asio::buffer(requests), use_tuple);
-    if (ec) {
-        out.ec = ec;
-        co_return out;
+    cancelled_ = false;
+    asio::async_write(socket_, asio::buffer(requests.data(), requests.size()),
+                      [this, count, &sink](boost::system::error_code ec, std::size_t) {
+                          if (ec) return sink.on_done(ec);
+                          read_replies(count, sink);
+                      });
+}
+
+void backend_connection::read_replies(std::size_t remaining, reply_sink& sink) {
+    if (!deliver(remaining, sink)) return sink.on_done(asio::error::make_error_code(asio::error::message_size));
+    if (remaining == 0) {
+        in_flight_ = false;
+        return sink.on_done({});
     }
-    while (out.replies < count) {
-        auto reply = co_await read_reply();
-        if (reply.ec) {
-            out.ec = reply.ec;
-            co_return out;
+    // A cancel() that came while a read's completion was already on its way finds no
+    // operation to end: the exchange ends here instead.
+    if (cancelled_) return sink.on_done(asio::error::make_error_code(asio::error::operation_aborted));
+    socket_.async_read_some(read_room(), [this, remaining, &sink](boost::system::error_code ec, std::size_t n) {
+        if (ec) return sink.on_done(ec);
+        buffered_ += n;
+        read_replies(remaining, sink);
+    });
+}
+
+bool backend_connection::deliver(std::size_t& remaining, reply_sink& sink) {
+    const resp::limits limits{max_backend_reply_bytes, 1024 * 1024, 8};
+    std::size_t consumed = 0;
+    bool ok = true;
+    while (remaining > 0) {
+        const auto scan = resp::scan_frame(std::string_view(buffer_.data() + consumed, buffered_ - consumed), limits);
+        if (scan.status == resp::parse_status::incomplete) break;
+        if (scan.status != resp::parse_status::complete) {
+            ok = false;
+            break;
         }
-        out.frames += reply.frame;
-        ++out.replies;
+        sink.on_reply(std::string_view(buffer_.data() + consumed, scan.length));
+        consumed += scan.length;
+        --remaining;
     }
-    in_flight_ = false;
-    co_return out;
+    if (consumed > 0) {
+        std::memmove(buffer_.data(), buffer_.data() + consumed, buffered_ - consumed);
+        buffered_ -= consumed;
+    }
+    return ok;
+}
+
+asio::mutable_buffer backend_connection::read_room() {
+    constexpr std::size_t room = 16 * 1024;
+    if (buffer_.size() - buffered_ < room) buffer_.resize(buffered_ + room);
+    return asio::buffer(buffer_.data() + buffered_, buffer_.size() - buffered_);
+}
+
+void backend_connection::cancel() noexcept {
+    cancelled_ = true;
+    boost::system::error_code ignored;
+    socket_.cancel(ignored);
 }
 
 asio::awaitable<backend_reply> backend_connection::exchange(std::string_view request) {
@@ -102,19 +141,19 @@ asio::awaitable<bool> backend_connection::reset() { return answers(resp::command
 
 asio::awaitable<backend_reply> backend_connection::read_reply() {
     const resp::limits limits{max_backend_reply_bytes, 1024 * 1024, 8};
-    std::array<char, 4096> chunk;
     for (;;) {
-        const auto parsed = resp::parse(buffer_, limits);
-        if (parsed.status == resp::parse_status::complete) {
-            backend_reply reply{{}, buffer_.substr(0, parsed.length)};
-            buffer_.erase(0, parsed.length);
+        const auto scan = resp::scan_frame(std::string_view(buffer_.data(), buffered_), limits);
+        if (scan.status == resp::parse_status::complete) {
+            backend_reply reply{{}, buffer_.substr(0, scan.length)};
+            std::memmove(buffer_.data(), buffer_.data() + scan.length, buffered_ - scan.length);
+            buffered_ -= scan.length;
             co_return reply;
         }
-        if (parsed.status != resp::parse_status::incomplete)
+        if (scan.status != resp::parse_status::incomplete)
             co_return backend_reply{asio::error::make_error_code(asio::error::message_size), {}};
-        auto [ec, n] = co_await socket_.async_read_some(asio::buffer(chunk), use_tuple);
+        auto [ec, n] = co_await socket_.async_read_some(read_room(), use_tuple);
         if (ec) co_return backend_reply{ec, {}};
-        buffer_.append(chunk.data(), n);
+        buffered_ += n;
     }
 }
 

@@ -5,10 +5,11 @@
 // forwarded: the proxy answers it, or refuses it with an error that says why. Server-wide
 // and administrative commands are refused by a deny list (proxy_options::denied), whose
 // default keeps a tenant from touching what every tenant shares.
+#include <cstddef>
+#include <cstdint>
 #include <set>
 #include <string>
 #include <string_view>
-#include <vector>
 
 namespace fairpool::demo {
 
@@ -23,9 +24,15 @@ enum class command_kind {
     refused,      // state-changing or denied: an error naming why
 };
 
+// What a relayed command does to its connection's transaction state.
+enum class transaction_op : std::uint8_t { none, multi, exec, discard, watch, unwatch };
+
 struct command_class {
     command_kind kind = command_kind::forward;
-    std::string name;     // the command's name, upper case
+    transaction_op op = transaction_op::none;
+    // Forwarded in a turn of its client's own, never beside other clients' requests: a
+    // transaction command, or one that blocks its connection (BLPOP, XREAD, ...).
+    bool solo = false;
     std::string refusal;  // for refused: the whole error message ("ERR ...")
 };
 
@@ -38,17 +45,19 @@ using deny_list = std::set<std::string, std::less<>>;
 // FUNCTION FLUSH, FUNCTION KILL, FUNCTION RESTORE and CLIENT KILL.
 [[nodiscard]] deny_list default_deny_list();
 
-// `args` is a non-empty request.
-[[nodiscard]] command_class classify(const std::vector<std::string>& args, const deny_list& denied);
+// A request of `argc` >= 1 arguments, by its name and first argument (empty if none),
+// in any case. Allocates only to refuse.
+[[nodiscard]] command_class classify(std::string_view name, std::string_view first, std::size_t argc,
+                                     const deny_list& denied);
 
-// The transaction state a relayed command leaves on its connection, as the proxy
+// The transaction state relayed commands leave on their connection, as the proxy
 // tracks it: MULTI opens one, EXEC and DISCARD end it (and any WATCH), WATCH holds the
 // connection until EXEC, DISCARD or UNWATCH.
 struct transaction_state {
     bool in_multi = false;
     bool watching = false;
     [[nodiscard]] bool holds_connection() const noexcept { return in_multi || watching; }
-    void after(std::string_view upper_name) noexcept;
+    void after(transaction_op op) noexcept;
 };
 
 }  // namespace fairpool::demo

@@ -5,22 +5,41 @@
 //
 // Every request gets exactly one reply: the backend's, or a RESP error —
 //   -BUSY pool saturated          the pool refused the acquire (saturated or busy)
-//   -ERR timeout                  no reply within request_timeout (waiting included)
+//   -ERR timeout                  no connection within request_timeout, or no reply
+//                                 within request_timeout of getting one
 //   -ERR backend unavailable      the backend connection failed, or none could be made
 //   -ERR shutting down            the proxy is closing
 //   -ERR protocol error / request too large / unknown command / too many tenants
-// except when the client itself disconnected. A request cut off while on the wire
-// (request timeout, client disconnect, I/O error) releases its lease dirty: that
-// backend connection is closed, never reused.
+// except when the client itself disconnected. Replies come back in request order.
 //
-// Requests: RESP arrays or inline commands (resp::parse_request). The complete requests
-// a client has sent are forwarded as one pipeline over one lease, up to
-// max_batch_commands and max_batch_bytes a turn (the rest take the tenant's next turn);
-// replies come back in order. Commands that would leave state on a shared connection,
-// and the deny list's, are answered with an error (command_policy.hpp). MULTI ... EXEC
-// and WATCH ... EXEC run on one connection, held from MULTI or WATCH to EXEC, DISCARD or
-// UNWATCH for at most request_timeout; a client that leaves or runs out of time holding
-// it releases it dirty.
+// Turns: each tenant has a queue of its clients with requests waiting. A turn is one
+// grant of the tenant's handle, one backend connection, exclusively: it carries the
+// waiting requests of the clients at the front of that queue (each client's in order,
+// never one client's requests in two turns at once), at most max_batch_commands and
+// max_batch_bytes of them, as one pipeline, and hands each reply to its client as it
+// comes. So a tenant's requests share a connection turn by turn as twemproxy's would,
+// while tenants are scheduled by the pool (fair share, caps). Requests that must not
+// share a pipeline with other clients' — MULTI ... EXEC and WATCH ... EXEC, and blocking
+// commands (BLPOP, XREAD, ...) — take a turn of their client's own (command_policy.hpp).
+//
+// A turn cut off while on the wire (request timeout, an I/O error, its only client
+// gone) releases its connection dirty: it is closed, never reused. A client that goes
+// while its requests share a turn with others' does not cut it: its replies are read
+// and dropped, and the connection stays in step.
+//
+// Requests: RESP arrays or inline commands (resp::scan_request, parse_request),
+// forwarded as the bytes that came (inline ones re-encoded as RESP). Commands that would
+// leave state on a shared connection, and the deny list's, are answered with an error
+// (command_policy.hpp). MULTI ... EXEC and WATCH ... EXEC run on one connection, held
+// from MULTI or WATCH to EXEC, DISCARD or UNWATCH for at most request_timeout from the
+// turn that opened it; a client that leaves or runs out of time holding it releases it
+// dirty. The proxy answers its own commands (AUTH, CLIENT SETNAME, ...) and errors in
+// order, after the replies to what came before.
+//
+// Bounds per client: max_request_bytes for one request; max_client_pipeline requests
+// read ahead of their replies (beyond, the client is not read until replies go out);
+// max_reply_backlog bytes of replies it has not read (the same). Deadlines are kept by
+// one timer for the whole proxy, not one per request.
 //
 // Tenants: a client is tenant "default" until it sends CLIENT SETNAME <tenant> or
 // AUTH <tenant> <password> (AUTH <password> names "default"; passwords from
@@ -34,6 +53,7 @@
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
@@ -42,7 +62,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <unordered_set>
+#include <unordered_map>
+#include <vector>
 
 #include "backend_connection.hpp"
 #include "command_policy.hpp"
@@ -72,6 +93,8 @@ struct proxy_options {
     std::chrono::milliseconds connect_timeout{1000};  // connect + PING handshake of a backend connection
     std::size_t max_batch_commands = 16;        // pipelined requests forwarded per turn (>= 1)
     std::size_t max_batch_bytes = 64 * 1024;    // and their bytes (a turn takes at least one request)
+    std::size_t max_client_pipeline = 256;      // requests of one client read ahead of their replies (>= 1)
+    std::size_t max_reply_backlog = 1024 * 1024;  // reply bytes a client has not read before it is read no more
     std::map<std::string, std::string, std::less<>> tenant_passwords;  // AUTH <tenant> <password>; empty: AUTH refused
     deny_list denied = default_deny_list();     // refused commands ("NAME" or "NAME SUBCOMMAND", upper case)
 };
@@ -86,8 +109,9 @@ struct proxy_totals {
     std::uint64_t errors_timeout = 0;
     std::uint64_t errors_unavailable = 0;
     std::uint64_t errors_other = 0;  // protocol, unknown command, shutting down, ...
-    std::uint64_t cut_by_timeout = 0;     // on the wire when the request timed out: released dirty
-    std::uint64_t cut_by_disconnect = 0;  // on the wire when the client went: released dirty
+    std::uint64_t turns = 0;              // turns on the wire (backend round trips)
+    std::uint64_t cut_by_timeout = 0;     // turns on the wire when they timed out, and transactions held too long: released dirty
+    std::uint64_t cut_by_disconnect = 0;  // turns (and held transactions) whose client went: released dirty
     std::uint64_t backend_failures = 0;   // I/O error on the backend connection: released dirty
 };
 
@@ -131,19 +155,46 @@ public:
 private:
     struct session;
     struct tenant;
+    struct turn;
     struct counters;
+    enum class cut_reason : std::uint8_t;
 
     boost::asio::awaitable<void> accept_loop();
     boost::asio::awaitable<void> refuse(boost::asio::ip::tcp::socket socket);
-    boost::asio::awaitable<void> serve(std::shared_ptr<session> s);
-    // The replies to `batch`, in order (nullopt: the client went away).
-    struct batch;
-    boost::asio::awaitable<std::optional<std::string>> forward(session& s, batch& b);
-    std::string answer_locally(session& s, const std::vector<std::string>& args, const command_class& c);
+
+    // A client: reading, parsing, writing, leaving.
+    void start_read(session& s);
+    void process_input(session& s);
+    void flush_replies(session& s);
+    void resume(session& s);        // after progress: parse, read, close when finished
+    void finish_if_done(session& s);
+    void client_gone(session& s);
+    void end_session(session& s);
+    std::string answer_locally(session& s, const command_class& c, std::string_view request,
+                               const std::vector<std::string>* inline_args);
     std::string switch_tenant(session& s, const std::string& name);
-    std::string acquire_error(boost::system::error_code ec);
+
+    // Turns.
+    void make_ready(session& s);
+    void request_turns(tenant& t);
+    void on_granted(turn& tr, boost::system::error_code ec, fairpool::lease<backend_connection> lease);
+    void fill(turn& tr, tenant& t);
+    void start_wire(turn& tr);
+    void on_reply(turn& tr, std::string_view frame);
+    void on_done(turn& tr, boost::system::error_code ec);
+    void finish_part(turn& tr, std::size_t index, std::string_view error_reply);
+    void cut(turn& tr, cut_reason why);
+    turn& take_turn(tenant& t);
+    void recycle(turn& tr);
+    std::string acquire_error(boost::system::error_code ec, std::size_t requests);
+
+    // The one deadline timer.
+    void arm_sweep(std::chrono::steady_clock::time_point at);
+    void sweep();
+
     bool join_tenant(session& s, const std::string& name);
     void leave_tenant(session& s);
+    void forget_if_unused(tenant& t);
 
     proxy_options options_;
     boost::asio::any_io_executor executor_;
@@ -151,7 +202,12 @@ private:
     boost::asio::ip::tcp::endpoint endpoint_;
     fairpool::pool<backend_connection> pool_;
     std::map<std::string, std::unique_ptr<tenant>, std::less<>> tenants_;
-    std::unordered_set<session*> sessions_;
+    std::unordered_map<session*, std::shared_ptr<session>> sessions_;
+    std::vector<std::unique_ptr<turn>> turns_;  // every turn made; the idle ones in free_turns_
+    std::vector<turn*> free_turns_;
+    boost::asio::steady_timer sweep_;
+    std::chrono::steady_clock::time_point sweep_at_;
+    bool sweep_armed_ = false;
     std::unique_ptr<counters> counters_;
     std::atomic<std::size_t> clients_{0};
     bool stopping_ = false;

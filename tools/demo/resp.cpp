@@ -178,6 +178,134 @@ parse_result parse_request(std::string_view input, const limits& l) {
     return result;
 }
 
+namespace {
+
+// A cursor over one frame for the scans: lines and bulk payloads, within the limits.
+class scanner {
+public:
+    scanner(std::string_view in, const limits& l) : in_(in), limits_(l) {}
+
+    // The next line's text (without CRLF), or the status that stops the scan.
+    parse_status line(std::string_view& out) {
+        const std::size_t end = in_.find("\r\n", pos_);
+        if (end == std::string_view::npos) return beyond(in_.size()) ? parse_status::too_large : parse_status::incomplete;
+        if (beyond(end + 2)) return parse_status::too_large;
+        out = in_.substr(pos_, end - pos_);
+        pos_ = end + 2;
+        return parse_status::complete;
+    }
+
+    // A header's count ("$5", "*3" without the mark): >= -1.
+    static bool count(std::string_view s, std::int64_t& n) {
+        const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), n);
+        return ec == std::errc{} && end == s.data() + s.size() && !s.empty() && n >= -1;
+    }
+
+    // `size` payload bytes and their CRLF.
+    parse_status payload(std::size_t size, std::string_view& out) {
+        if (size > limits_.max_frame_bytes || beyond(pos_ + size + 2)) return parse_status::too_large;
+        if (in_.size() < pos_ + size + 2) return parse_status::incomplete;
+        if (in_[pos_ + size] != '\r' || in_[pos_ + size + 1] != '\n') return parse_status::malformed;
+        out = in_.substr(pos_, size);
+        pos_ += size + 2;
+        return parse_status::complete;
+    }
+
+    [[nodiscard]] std::size_t position() const noexcept { return pos_; }
+    [[nodiscard]] const limits& bounds() const noexcept { return limits_; }
+
+private:
+    [[nodiscard]] bool beyond(std::size_t end) const noexcept { return end > limits_.max_frame_bytes; }
+
+    std::string_view in_;
+    const limits& limits_;
+    std::size_t pos_ = 0;
+};
+
+}  // namespace
+
+frame_scan scan_frame(std::string_view input, const limits& l) {
+    scanner sc(input, l);
+    std::uint64_t remaining = 1;  // frames still to read, nested elements included
+    while (remaining > 0) {
+        --remaining;
+        std::string_view text;
+        if (const auto s = sc.line(text); s != parse_status::complete) return {s, 0};
+        if (text.empty()) return {parse_status::malformed, 0};
+        const char mark = text.front();
+        text.remove_prefix(1);
+        std::int64_t n = 0;
+        switch (mark) {
+            case '+':
+            case '-': break;
+            case ':': {
+                const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+                if (ec != std::errc{} || end != text.data() + text.size() || text.empty())
+                    return {parse_status::malformed, 0};
+                break;
+            }
+            case '$': {
+                if (!scanner::count(text, n)) return {parse_status::malformed, 0};
+                std::string_view payload;
+                if (n >= 0)
+                    if (const auto s = sc.payload(static_cast<std::size_t>(n), payload); s != parse_status::complete)
+                        return {s, 0};
+                break;
+            }
+            case '*':
+                if (!scanner::count(text, n)) return {parse_status::malformed, 0};
+                if (n > 0 && static_cast<std::uint64_t>(n) > l.max_elements) return {parse_status::too_large, 0};
+                if (n > 0) remaining += static_cast<std::uint64_t>(n);
+                break;
+            default: return {parse_status::malformed, 0};
+        }
+    }
+    return {parse_status::complete, sc.position()};
+}
+
+request_scan scan_request(std::string_view input, const limits& l) {
+    request_scan r;
+    if (input.empty()) return r;
+    if (input.front() != '*') {
+        r.inline_form = true;
+        const std::size_t end = input.find('\n');
+        if (end == std::string_view::npos) r.status = input.size() > l.max_frame_bytes ? parse_status::too_large : parse_status::incomplete;
+        else r.status = end + 1 > l.max_frame_bytes ? parse_status::too_large : parse_status::complete;
+        r.length = r.status == parse_status::complete ? end + 1 : 0;
+        return r;
+    }
+    // Not an array of bulk strings all through: the general scan says how long it is.
+    const auto other = [&]() {
+        const auto f = scan_frame(input, l);
+        r.status = f.status, r.length = f.length, r.not_bulk = true, r.argc = 0;
+        return r;
+    };
+    scanner sc(input, l);
+    std::string_view text;
+    if (const auto s = sc.line(text); s != parse_status::complete) return r.status = s, r;
+    std::int64_t n = 0;
+    if (!scanner::count(text.substr(1), n)) return r.status = parse_status::malformed, r;
+    if (n < 0) return other();
+    if (static_cast<std::uint64_t>(n) > l.max_elements) return r.status = parse_status::too_large, r;
+    for (std::int64_t i = 0; i < n; ++i) {
+        const std::size_t at = sc.position();
+        if (at < input.size() && input[at] != '$') return other();
+        if (const auto s = sc.line(text); s != parse_status::complete) return r.status = s, r;
+        std::int64_t size = 0;
+        if (!scanner::count(text.substr(1), size)) return r.status = parse_status::malformed, r;
+        if (size < 0) return other();
+        std::string_view arg;
+        if (const auto s = sc.payload(static_cast<std::size_t>(size), arg); s != parse_status::complete)
+            return r.status = s, r;
+        if (i == 0) r.name = arg;
+        if (i == 1) r.first = arg;
+    }
+    r.status = parse_status::complete;
+    r.length = sc.position();
+    r.argc = static_cast<std::size_t>(n);
+    return r;
+}
+
 std::string command(std::span<const std::string> args) {
     std::string out = line('*', std::to_string(args.size()));
     for (const auto& a : args) out += bulk(a);

@@ -49,6 +49,33 @@ struct parse_result {
 // words against max_elements; unbalanced quotes are malformed.
 [[nodiscard]] parse_result parse_request(std::string_view input, const limits& l = {});
 
+// The proxy's hot path reads frames without building values: these scans allocate
+// nothing and look at each byte at most once per call.
+//
+// scan_frame: the length of the whole frame at the start of `input` (any RESP2 type,
+// nested arrays included), under the same limits as parse() except max_depth (a scan
+// does not recurse).
+struct frame_scan {
+    parse_status status = parse_status::incomplete;
+    std::size_t length = 0;  // when complete
+};
+[[nodiscard]] frame_scan scan_frame(std::string_view input, const limits& l = {});
+
+// scan_request: a client's request at the start of `input`, as parse_request() would
+// read it. A RESP array of bulk strings comes back with its argument count and its first
+// two arguments (views into `input`); any other complete array is `not_bulk`; an inline
+// command (first byte other than '*') is `inline_form`: parse it with parse_request().
+struct request_scan {
+    parse_status status = parse_status::incomplete;
+    std::size_t length = 0;       // bytes of the request, when complete
+    std::size_t argc = 0;         // arguments (0: an empty array, which the caller skips)
+    std::string_view name;        // the first argument
+    std::string_view first;       // the second, or empty
+    bool not_bulk = false;        // a complete array with an element that is not a bulk string, or a null array
+    bool inline_form = false;     // not an array at all
+};
+[[nodiscard]] request_scan scan_request(std::string_view input, const limits& l = {});
+
 // A command as clients send it: an array of bulk strings.
 [[nodiscard]] std::string command(std::span<const std::string> args);
 [[nodiscard]] std::string command(std::initializer_list<std::string_view> args);
