@@ -2,6 +2,7 @@
 
 #include <cstring>
 #include <boost/asio/as_tuple.hpp>
+#include <boost/asio/bind_allocator.hpp>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -61,10 +62,11 @@ void backend_connection::start_pipeline(std::string_view requests, std::size_t c
     in_flight_ = true;
     cancelled_ = false;
     asio::async_write(socket_, asio::buffer(requests.data(), requests.size()),
-                      [this, count, &sink](boost::system::error_code ec, std::size_t) {
-                          if (ec) return sink.on_done(ec);
-                          read_replies(count, sink);
-                      });
+                      asio::bind_allocator(handler_allocator<int>(*memory_),
+                                           [this, count, &sink](boost::system::error_code ec, std::size_t) {
+                                               if (ec) return sink.on_done(ec);
+                                               read_replies(count, sink);
+                                           }));
 }
 
 void backend_connection::read_replies(std::size_t remaining, reply_sink& sink) {
@@ -76,11 +78,13 @@ void backend_connection::read_replies(std::size_t remaining, reply_sink& sink) {
     // A cancel() that came while a read's completion was already on its way finds no
     // operation to end: the exchange ends here instead.
     if (cancelled_) return sink.on_done(asio::error::make_error_code(asio::error::operation_aborted));
-    socket_.async_read_some(read_room(), [this, remaining, &sink](boost::system::error_code ec, std::size_t n) {
-        if (ec) return sink.on_done(ec);
-        buffered_ += n;
-        read_replies(remaining, sink);
-    });
+    socket_.async_read_some(read_room(), asio::bind_allocator(handler_allocator<int>(*memory_),
+                                                              [this, remaining, &sink](boost::system::error_code ec,
+                                                                                       std::size_t n) {
+                                                                  if (ec) return sink.on_done(ec);
+                                                                  buffered_ += n;
+                                                                  read_replies(remaining, sink);
+                                                              }));
 }
 
 bool backend_connection::deliver(std::size_t& remaining, reply_sink& sink) {

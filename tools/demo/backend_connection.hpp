@@ -14,10 +14,12 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <system_error>
 
+#include "handler_memory.hpp"
 #include "resp.hpp"
 
 namespace fairpool::demo {
@@ -83,7 +85,8 @@ public:
     [[nodiscard]] bool in_flight() const noexcept { return in_flight_; }
 
 private:
-    explicit backend_connection(boost::asio::ip::tcp::socket socket) : socket_(std::move(socket)) {}
+    explicit backend_connection(boost::asio::ip::tcp::socket socket)
+        : socket_(std::move(socket)), memory_(std::make_unique<handler_memory>()) {}
 
     boost::asio::awaitable<backend_reply> read_reply();
     // start_pipeline's steps: read until `remaining` replies have gone to `sink`.
@@ -99,6 +102,7 @@ private:
     boost::asio::awaitable<bool> answers(std::string request, std::string_view expected);
 
     boost::asio::ip::tcp::socket socket_;
+    std::unique_ptr<handler_memory> memory_;  // start_pipeline's operations' (one at a time); it stays put as the connection moves
     std::string buffer_;       // its first buffered_ bytes are read and not yet consumed
     std::size_t buffered_ = 0;
     std::int64_t client_id_ = 0;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <boost/asio/as_tuple.hpp>
+#include <boost/asio/bind_allocator.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -12,6 +13,7 @@
 
 #include "fairpool/asio/error.hpp"
 #include "fairpool/asio/prometheus.hpp"
+#include "handler_memory.hpp"
 
 namespace fairpool::demo {
 
@@ -89,8 +91,10 @@ struct proxy_server::session : std::enable_shared_from_this<session> {
 
     std::string replies;  // to write next
     std::string writing;  // being written
+    handler_memory read_memory, write_memory;  // for the one wait and the one write that may be out
 
     bool reading = false, write_pending = false;
+    bool drained = false;  // the last read emptied the socket, and a wait has been out since
     bool gone = false;     // the client left (or was closed): nothing more is read or written
     bool ended = false;    // end_session ran
     bool finishing = false;  // QUIT, or a request the stream cannot recover from: close once answered
@@ -236,6 +240,7 @@ asio::awaitable<void> proxy_server::accept_loop() {
         }
         boost::system::error_code ignored;
         socket.set_option(tcp::no_delay(true), ignored);
+        socket.non_blocking(true, ignored);  // read_some returns would_block instead of waiting
         auto s = std::make_shared<session>(std::move(socket), options_.max_client_pipeline);
         sessions_.emplace(s.get(), s);
         ++clients_;
@@ -255,22 +260,47 @@ asio::awaitable<void> proxy_server::refuse(tcp::socket socket) {
 
 // --- A client ------------------------------------------------------------------------
 
+// A client is read when it is readable: an async_wait, then a non-blocking read. (An
+// async_read_some started right after a read would first try the socket at once, and
+// find it empty: an extra recvfrom per request, as the client waits for its reply.)
+// After a read that drained the socket, the wait is enough: what comes next raises a
+// new readiness edge. While no wait is out (the client past a bound), an edge may pass
+// unseen, so the next read tries the socket first.
 void proxy_server::start_read(session& s) {
     // Past its bounds a client is not read until its replies go out: the kernel's
     // buffers then push back on it.
-    if (s.reading || s.gone || stopping_ || s.finishing || s.input_used > options_.max_request_bytes ||
-        s.backlog() >= options_.max_reply_backlog)
+    if (s.reading || s.gone) return;
+    if (stopping_ || s.finishing || s.input_used > options_.max_request_bytes ||
+        s.backlog() >= options_.max_reply_backlog) {
+        s.drained = false;
         return;
-    if (s.input.size() - s.input_used < read_chunk) s.input.resize(s.input_used + read_chunk);
+    }
+    if (!s.drained) return read_now(s);
     s.reading = true;
-    s.socket.async_read_some(asio::buffer(s.input.data() + s.input_used, s.input.size() - s.input_used),
-                             [this, self = s.shared_from_this()](boost::system::error_code ec, std::size_t n) {
-                                 self->reading = false;
-                                 if (self->gone) return;
-                                 if (ec) return client_gone(*self);
-                                 self->input_used += n;
-                                 resume(*self);
-                             });
+    s.socket.async_wait(tcp::socket::wait_read,
+                        asio::bind_allocator(handler_allocator<int>(s.read_memory),
+                                             [this, self = s.shared_from_this()](boost::system::error_code ec) {
+                                                 self->reading = false;
+                                                 if (self->gone) return;
+                                                 if (ec) return client_gone(*self);
+                                                 self->drained = false;
+                                                 read_now(*self);
+                                             }));
+}
+
+void proxy_server::read_now(session& s) {
+    if (s.input.size() - s.input_used < read_chunk) s.input.resize(s.input_used + read_chunk);
+    const std::size_t room = s.input.size() - s.input_used;
+    boost::system::error_code ec;
+    const std::size_t n = s.socket.read_some(asio::buffer(s.input.data() + s.input_used, room), ec);
+    if (ec == asio::error::would_block) {
+        s.drained = true;
+        return start_read(s);
+    }
+    if (ec) return client_gone(s);
+    s.drained = n < room;
+    s.input_used += n;
+    resume(s);
 }
 
 void proxy_server::process_input(session& s) {
@@ -368,15 +398,16 @@ void proxy_server::flush_replies(session& s) {
     std::swap(s.replies, s.writing);
     s.write_pending = true;
     asio::async_write(s.socket, asio::buffer(s.writing),
-                      [this, self = s.shared_from_this()](boost::system::error_code ec, std::size_t) {
-                          self->write_pending = false;
-                          self->writing.clear();
-                          trim(self->writing);
-                          if (self->gone) return;
-                          if (ec) return client_gone(*self);
-                          flush_replies(*self);
-                          resume(*self);
-                      });
+                      asio::bind_allocator(handler_allocator<int>(s.write_memory),
+                                           [this, self = s.shared_from_this()](boost::system::error_code ec, std::size_t) {
+                                               self->write_pending = false;
+                                               self->writing.clear();
+                                               trim(self->writing);
+                                               if (self->gone) return;
+                                               if (ec) return client_gone(*self);
+                                               flush_replies(*self);
+                                               resume(*self);
+                                           }));
 }
 
 void proxy_server::resume(session& s) {

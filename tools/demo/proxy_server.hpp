@@ -164,6 +164,7 @@ private:
 
     // A client: reading, parsing, writing, leaving.
     void start_read(session& s);
+    void read_now(session& s);
     void process_input(session& s);
     void flush_replies(session& s);
     void resume(session& s);        // after progress: parse, read, close when finished

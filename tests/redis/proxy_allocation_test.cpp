@@ -1,0 +1,103 @@
+// The proxy's steady state allocates nothing per request: on a warm proxy (its backend
+// connections made, its buffers grown, Asio's per-thread handler memory recycled), a
+// run of requests costs no heap allocation on the proxy's thread, unpipelined and
+// pipelined, one client or several sharing turns. Every allocation is counted (the
+// global operator new and the C functions, wrapped at link time:
+// tests/support/counting_allocation.hpp), but only the proxy thread's.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "fixture.hpp"
+
+namespace {
+thread_local std::uint64_t thread_allocations = 0;
+void count_allocation() noexcept { ++thread_allocations; }
+}  // namespace
+
+#include "../support/counting_allocation.hpp"
+
+namespace fairpool::demo::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+class allocation : public ::testing::Test {
+protected:
+    void SetUp() override {
+        start_redis_server(redis_);
+        if (HasFatalFailure()) return;
+        auto o = test_options(redis_->endpoint());
+        o.pool.max_slots = o.pool.min_slots = 4;
+        proxy_ = std::make_unique<proxy_harness>(o);
+    }
+
+    // Allocations made on the proxy's thread so far (reading them costs the same few each time).
+    std::uint64_t proxy_allocations() { return proxy_->on_proxy_thread([] { return thread_allocations; }); }
+
+    // Allocations per request of `run` (which sends `requests`), after the same run once to warm up.
+    template <class Run>
+    double per_request(std::size_t requests, Run run) {
+        run();
+        const std::uint64_t overhead = proxy_allocations() - proxy_allocations();  // of one reading
+        const std::uint64_t before = proxy_allocations();
+        run();
+        const std::uint64_t after = proxy_allocations();
+        const double per = static_cast<double>(after - before - overhead) / static_cast<double>(requests);
+        std::printf("%.4f allocations per request (%llu in %zu requests)\n", per,
+                    static_cast<unsigned long long>(after - before - overhead), requests);
+        return per;
+    }
+
+    std::unique_ptr<redis_process> redis_;
+    std::unique_ptr<proxy_harness> proxy_;
+};
+
+// One request at a time (what redis-benchmark does without -P).
+TEST_F(allocation, unpipelined_requests_allocate_nothing_on_the_proxy_thread) {
+    client cl(proxy_->port());
+    constexpr std::size_t n = 3000;
+    const double per = per_request(n, [&] {
+        for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(cl.call({"INCR", "alloc:n"}).type, resp::type::integer);
+    });
+    EXPECT_EQ(per, 0.0);
+}
+
+// Pipelines of 16 (redis-benchmark -P 16): one turn each.
+TEST_F(allocation, pipelined_requests_allocate_nothing_on_the_proxy_thread) {
+    client cl(proxy_->port());
+    std::string pipeline;
+    for (int i = 0; i < 16; ++i) pipeline += resp::command({"GET", "alloc:k"});
+    constexpr std::size_t rounds = 300;
+    const double per = per_request(rounds * 16, [&] {
+        for (std::size_t r = 0; r < rounds; ++r) {
+            cl.send_raw(pipeline);
+            for (int i = 0; i < 16; ++i) ASSERT_TRUE(cl.receive().has_value());
+        }
+    });
+    EXPECT_EQ(per, 0.0);
+}
+
+// Eight clients of one tenant at once, on four connections: their requests share turns.
+TEST_F(allocation, clients_sharing_turns_allocate_nothing_on_the_proxy_thread) {
+    constexpr int clients = 8;
+    constexpr std::size_t each = 500;
+    std::vector<client> all;
+    for (int c = 0; c < clients; ++c) all.emplace_back(proxy_->port());
+    const double per = per_request(clients * each, [&] {
+        std::vector<std::thread> threads;
+        for (auto& cl : all)
+            threads.emplace_back([&cl] {
+                for (std::size_t i = 0; i < each; ++i) EXPECT_EQ(cl.call({"INCR", "alloc:shared"}).type, resp::type::integer);
+            });
+        for (auto& t : threads) t.join();
+    });
+    EXPECT_EQ(per, 0.0);
+    EXPECT_LT(proxy_->proxy().totals().turns, proxy_->proxy().totals().requests) << "no turn carried two requests";
+}
+
+}  // namespace
+}  // namespace fairpool::demo::testing
