@@ -143,6 +143,11 @@ asio::awaitable<std::vector<tenant_report>> run_load(proxy_server& proxy, load_o
     for (int i = 1; i <= o.light_tenants; ++i)
         tenants.push_back(make_tenant("light-" + std::to_string(i), o.light_connections, std::chrono::milliseconds(0)));
 
+    // One idle client per tenant, connected until the end, keeps each tenant (and its
+    // handle's statistics) there after the load's clients have gone.
+    std::vector<std::optional<client>> keepers;
+    for (const auto& t : tenants) keepers.push_back(co_await open_client(proxy.local_endpoint(), t->name));
+
     const auto start = clock_type::now();
     const auto until = start + o.duration;
     int running = 0;
@@ -173,8 +178,14 @@ asio::awaitable<std::vector<tenant_report>> run_load(proxy_server& proxy, load_o
 
     // Read every counter back: it must equal the successes the tenant saw.
     std::vector<tenant_report> reports;
-    std::uint64_t total = 0;
+    std::uint64_t total = 0, all_turns = 0;
     for (const auto& t : tenants) total += t->ok;
+    std::vector<std::uint64_t> turns;
+    for (const auto& t : tenants) {
+        const auto st = proxy.tenant_stats(t->name);
+        turns.push_back(st ? st->grants : 0);
+        all_turns += turns.back();
+    }
     auto reader = co_await open_client(proxy.local_endpoint(), "load-check");
     for (auto& t : tenants) {
         tenant_report r{t->name, t->connections, t->ok, t->errors, percentile(t->latencies_us, 0.5),
@@ -188,20 +199,24 @@ asio::awaitable<std::vector<tenant_report>> run_load(proxy_server& proxy, load_o
             if (v && v->type == resp::type::bulk_string) r.counter = std::stoll(v->text);
             (void)co_await reader->call(del);
         }
+        r.turns = turns[reports.size()];
+        r.turn_share = all_turns ? static_cast<double>(r.turns) / static_cast<double>(all_turns) : 0.0;
         reports.push_back(std::move(r));
     }
     const std::string quit = resp::command({"QUIT"});
     if (reader) (void)co_await reader->call(quit);
+    for (auto& k : keepers)
+        if (k) (void)co_await k->call(quit);
     co_return reports;
 }
 
 void print_reports(std::FILE* out, const std::vector<tenant_report>& reports) {
-    std::fprintf(out, "\n| tenant | connections | requests ok | errors | p50 latency | p99 latency | share of grants | counter check |\n");
-    std::fprintf(out, "|---|---:|---:|---:|---:|---:|---:|---|\n");
+    std::fprintf(out, "\n| tenant | connections | requests ok | errors | p50 latency | p99 latency | share of requests | share of turns | counter check |\n");
+    std::fprintf(out, "|---|---:|---:|---:|---:|---:|---:|---:|---|\n");
     for (const auto& r : reports)
-        std::fprintf(out, "| %s | %d | %llu | %llu | %.0f us | %.0f us | %.1f%% | %s |\n", r.name.c_str(), r.connections,
-                     static_cast<unsigned long long>(r.ok), static_cast<unsigned long long>(r.errors), r.p50_us,
-                     r.p99_us, 100.0 * r.share,
+        std::fprintf(out, "| %s | %d | %llu | %llu | %.0f us | %.0f us | %.1f%% | %.1f%% | %s |\n", r.name.c_str(),
+                     r.connections, static_cast<unsigned long long>(r.ok), static_cast<unsigned long long>(r.errors),
+                     r.p50_us, r.p99_us, 100.0 * r.share, 100.0 * r.turn_share,
                      !r.counted      ? "-"
                      : r.counter < 0 ? "unread"
                      : static_cast<std::uint64_t>(r.counter) == r.ok ? "ok"

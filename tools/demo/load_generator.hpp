@@ -39,6 +39,8 @@ struct tenant_report {
     double share = 0;  // of all successful requests
     std::int64_t counter = -1;  // the backend's counter at the end (GET), -1 if unread
     bool counted = true;        // false: no counter (the greedy tenant's BLPOPs)
+    std::uint64_t turns = 0;    // grants of the tenant's handle: a turn carries one or more of its requests
+    double turn_share = 0;      // of all tenants' turns
 };
 
 // Runs the load against the proxy and returns one report per tenant (greedy first).

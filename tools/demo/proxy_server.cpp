@@ -140,8 +140,18 @@ struct proxy_server::tenant {
     session* ready_head = nullptr;
     session* ready_tail = nullptr;
     std::size_t ready_clients = 0;
-    std::size_t ready_requests = 0;
+    std::size_t ready_solo = 0;            // of them, clients whose requests need a turn of their own
+    std::size_t ready_shared_requests = 0;  // the others' requests, which share turns
 
+    // Turns it takes to carry what is waiting: one per solo client, one per
+    // max_batch_commands of the rest.
+    [[nodiscard]] std::size_t turns_needed(std::size_t max_batch) const noexcept {
+        return ready_solo + (ready_shared_requests + max_batch - 1) / max_batch;
+    }
+    void count(session& s, int sign) {
+        if (s.solo) ready_solo += static_cast<std::size_t>(sign);
+        else ready_shared_requests += static_cast<std::size_t>(sign) * s.waiting();
+    }
     void push_ready(session& s) {
         s.ready = true;
         s.ready_prev = ready_tail;
@@ -149,7 +159,7 @@ struct proxy_server::tenant {
         (ready_tail ? ready_tail->ready_next : ready_head) = &s;
         ready_tail = &s;
         ++ready_clients;
-        ready_requests += s.waiting();
+        count(s, 1);
     }
     void remove_ready(session& s) {
         (s.ready_prev ? s.ready_prev->ready_next : ready_head) = s.ready_next;
@@ -157,7 +167,7 @@ struct proxy_server::tenant {
         s.ready = false;
         s.ready_prev = s.ready_next = nullptr;
         --ready_clients;
-        ready_requests -= s.waiting();
+        count(s, -1);
     }
 };
 
@@ -374,7 +384,7 @@ void proxy_server::process_input(session& s) {
             }
             s.outbox.append(request);
             s.queued.push_back({static_cast<std::uint32_t>(request.size()), c.op});
-            if (s.ready) ++s.owner->ready_requests;
+            if (s.ready && !s.solo) ++s.owner->ready_shared_requests;
             consumed += scan.length;
             continue;
         }
@@ -511,10 +521,12 @@ void proxy_server::make_ready(session& s) {
 
 // [turns]
 // Enough grants asked for to carry what the tenant's clients have waiting: one per
-// max_batch_commands requests, and never more than there are clients waiting. A grant
-// that finds nothing left (others took it) goes straight back, clean.
+// client that needs a turn of its own, one per max_batch_commands of the other
+// requests. So a tenant's many clients do not flood the pool's queue: it holds about
+// one waiter per turn's worth of work. A grant that finds nothing left (others took
+// it) goes straight back, clean.
 void proxy_server::request_turns(tenant& t) {
-    while (t.acquiring < t.ready_clients && t.acquiring * options_.max_batch_commands < t.ready_requests) {
+    while (t.acquiring < t.turns_needed(options_.max_batch_commands)) {
         turn& tr = take_turn(t);
         ++t.acquiring;
         t.handle.async_acquire(options_.request_timeout,
@@ -763,6 +775,12 @@ std::string proxy_server::metrics_text() const {
     return fairpool::prometheus_text(pool_, metrics_pool_label, handles);
 }
 // [/metrics-text]
+
+std::optional<fairpool::handle_stats> proxy_server::tenant_stats(std::string_view tenant) const {
+    const auto it = tenants_.find(tenant);
+    if (it == tenants_.end()) return std::nullopt;
+    return it->second->handle.stats();
+}
 
 bool proxy_server::join_tenant(session& s, const std::string& name) {
     auto it = tenants_.find(name);

@@ -68,6 +68,7 @@
 #include "backend_connection.hpp"
 #include "command_policy.hpp"
 #include "fairpool/asio/pool.hpp"
+#include "fairpool/asio/handle_stats.hpp"
 #include "fairpool/asio/pool_stats.hpp"
 
 namespace fairpool::demo {
@@ -151,6 +152,9 @@ public:
     // executor's thread.
     [[nodiscard]] std::string metrics_text() const;
     [[nodiscard]] std::size_t clients() const noexcept { return clients_.load(); }
+    // A connected tenant's handle statistics (its grants are its turns); nullopt if no
+    // client of that tenant is connected. Call it on the executor's thread.
+    [[nodiscard]] std::optional<fairpool::handle_stats> tenant_stats(std::string_view tenant) const;
 
 private:
     struct session;
