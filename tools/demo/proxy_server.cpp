@@ -192,7 +192,8 @@ struct proxy_server::turn final : reply_sink {
     std::shared_ptr<session> holder;  // the client whose held transaction's connection it runs on
     backend_connection* connection = nullptr;
     std::string requests;
-    std::size_t count = 0;
+    std::size_t count = 0;    // requests it carries
+    std::size_t replied = 0;  // replies read so far
     std::vector<part> parts;
     std::vector<transaction_op> ops;  // of a solo turn's requests, in order
     std::size_t part_index = 0;       // the part the next reply is for
@@ -601,6 +602,7 @@ void proxy_server::start_wire(turn& tr) {
 
 void proxy_server::on_reply(turn& tr, std::string_view frame) {
     ++counters_->backend_replies;
+    ++tr.replied;
     session& s = *tr.parts[tr.part_index].client;
     if (!s.gone) s.replies.append(frame);
     if (++tr.part_replies == tr.parts[tr.part_index].requests && tr.part_index + 1 < tr.parts.size()) {
@@ -620,13 +622,16 @@ void proxy_server::on_done(turn& tr, boost::system::error_code ec) {
     std::string_view unanswered;
     if (ec) {
         lease.mark_dirty();
+        const std::size_t missing = tr.count - tr.replied;
         if (tr.cut == cut_reason::timeout) {
             ++counters_->cut_by_timeout;
+            counters_->errors_timeout += missing;
             unanswered = "-ERR timeout\r\n";
         } else if (tr.cut == cut_reason::client_gone) {
             ++counters_->cut_by_disconnect;
         } else {
             ++counters_->backend_failures;
+            counters_->errors_unavailable += missing;
             unanswered = "-ERR backend unavailable\r\n";
         }
     }
@@ -656,18 +661,13 @@ void proxy_server::on_done(turn& tr, boost::system::error_code ec) {
 // [/on-done]
 
 // The part's client is done with the turn: the replies it did not get are `error_reply`
-// each (none if empty), then it goes on.
+// each (none if empty; the caller counted them), then it goes on.
 void proxy_server::finish_part(turn& tr, std::size_t index, std::string_view error_reply) {
     auto& part = tr.parts[index];
     session& s = *part.client;
     const std::size_t got = index == tr.part_index ? tr.part_replies : 0;
-    if (!error_reply.empty()) {
-        const std::size_t missing = part.requests - got;
-        if (error_reply.starts_with("-ERR timeout")) counters_->errors_timeout += missing;
-        else if (error_reply.starts_with("-ERR backend")) counters_->errors_unavailable += missing;
-        if (!s.gone)
-            for (std::size_t i = 0; i < missing; ++i) s.replies += error_reply;
-    }
+    if (!error_reply.empty() && !s.gone)
+        for (std::size_t i = got; i < part.requests; ++i) s.replies += error_reply;
     s.on_wire = nullptr;
     resume(s);
 }
@@ -697,7 +697,7 @@ void proxy_server::recycle(turn& tr) {
     tr.connection = nullptr;
     tr.requests.clear();
     trim(tr.requests);
-    tr.count = 0;
+    tr.count = tr.replied = 0;
     tr.parts.clear();
     tr.ops.clear();
     tr.part_index = tr.part_replies = 0;
