@@ -21,7 +21,13 @@
 //   command) gives resp::parse's verdict on a stream that starts with '*'; a complete
 //   inline request (any other first byte) is an array of bulk strings within the
 //   limits, one line long; and
-//   the whole stream and its two pieces give the same requests and verdict with it too.
+//   the whole stream and its two pieces give the same requests and verdict with it too;
+// - the scans the proxy's hot path reads with agree with the parsers: resp::scan_frame
+//   gives resp::parse's verdict and length (with no depth limit: the scan does not
+//   recurse); resp::scan_request gives it too on a RESP array, with its argument count
+//   and first two arguments when it is an array of bulk strings, and `not_bulk` when it
+//   is any other complete array; on an inline command it gives parse_request's length
+//   (complete where parse_request is complete or its quotes do not balance).
 //
 // Every parse sees a buffer that ends where its allocation ends, so AddressSanitizer
 // reports a read past the input.
@@ -60,6 +66,7 @@ resp::limits unbounded(std::size_t input_size) {
     std::abort();
 }
 
+
 const char* name(resp::parse_status s) {
     switch (s) {
         case resp::parse_status::complete: return "complete";
@@ -94,6 +101,44 @@ void shape(const resp::value& v, int depth, int& deepest, std::size_t& widest) {
 bool all_bulk(const resp::value& v) {
     return std::all_of(v.elements.begin(), v.elements.end(),
                        [](const resp::value& e) { return e.type == resp::type::bulk_string; });
+}
+
+// The proxy's limits without a depth limit (the scans have none).
+const resp::limits deep_limits{64 * 1024, 1024, 1 << 20};
+
+// scan_frame and scan_request against the parsers, on `rest`.
+void check_scans(std::string_view rest) {
+    if (rest.empty()) return;
+    const auto parsed = resp::parse(rest, deep_limits);
+    const auto frame = resp::scan_frame(rest, deep_limits);
+    if (frame.status != parsed.status || (frame.status == resp::parse_status::complete && frame.length != parsed.length))
+        fail("scan_frame differs from parse");
+    const auto scan = resp::scan_request(rest, deep_limits);
+    if (rest.front() != '*') {
+        if (!scan.inline_form) fail("scan_request: an inline command not seen as one");
+        const auto inline_request = resp::parse_request(rest, deep_limits);
+        const bool whole_line = inline_request.status == resp::parse_status::complete ||
+                                inline_request.status == resp::parse_status::malformed;
+        if ((scan.status == resp::parse_status::complete) != whole_line ||
+            (!whole_line && scan.status != inline_request.status))
+            fail("scan_request differs from parse_request on an inline command");
+        if (inline_request.status == resp::parse_status::complete && scan.length != inline_request.length)
+            fail("scan_request: an inline command's length differs from parse_request's");
+        return;
+    }
+    if (scan.inline_form || scan.status != parsed.status ||
+        (scan.status == resp::parse_status::complete && scan.length != parsed.length))
+        fail("scan_request differs from parse on a RESP array");
+    if (scan.status != resp::parse_status::complete) return;
+    if (parsed.frame.type != resp::type::array || !all_bulk(parsed.frame)) {
+        if (!scan.not_bulk) fail("scan_request: an array that is not all bulk strings, not said so");
+        return;
+    }
+    const auto& args = parsed.frame.elements;
+    if (scan.not_bulk || scan.argc != args.size()) fail("scan_request: the argument count differs");
+    if (!args.empty() && scan.name != args[0].text) fail("scan_request: the name differs");
+    if ((args.size() > 1 ? std::string_view(args[1].text) : std::string_view()) != scan.first)
+        fail("scan_request: the first argument differs");
 }
 
 // The canonical encoding, from the demo's own encoders.
@@ -238,6 +283,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     for (std::size_t at = 0;;) {
         const std::string_view rest = stream.substr(at);
         const auto parsed = resp::parse_request(rest, proxy_limits);
+        check_scans(rest);
         requests.verdict = parsed.status;
         if (!rest.empty() && rest.front() == '*' && !same(parsed, resp::parse(rest, proxy_limits)))
             fail("parse_request differs from parse on a RESP array");
