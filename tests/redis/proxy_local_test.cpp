@@ -62,6 +62,25 @@ TEST(embedded, unsupported_commands_and_bad_tenant_names_get_errors) {
     EXPECT_EQ(cl.call({"PING"}).text, "PONG");  // the connection is still fine
 }
 
+// With max_tenants 1 and that tenant not "default", a new client (tenant "default"
+// until it names one) has no tenant to join: it is told so and closed.
+TEST(embedded, a_client_with_no_room_for_its_default_tenant_is_refused) {
+    embedded_backend backend;
+    auto options = test_options(backend.endpoint());
+    options.max_tenants = 1;
+    proxy_harness proxy(options);
+    client alice(proxy.port());
+    ASSERT_EQ(alice.call({"CLIENT", "SETNAME", "alice"}).text, "OK");
+    client late(proxy.port());
+    const auto refusal = late.receive();
+    ASSERT_TRUE(refusal.has_value());
+    EXPECT_EQ(refusal->type, resp::type::error);
+    EXPECT_EQ(refusal->text, "ERR too many tenants");
+    EXPECT_FALSE(late.receive().has_value()) << "the refused client was not closed";
+    EXPECT_EQ(alice.call({"PING"}).text, "PONG");
+    EXPECT_EQ(proxy.proxy().totals().clients_refused, 1u);
+}
+
 TEST(embedded, oversized_and_malformed_requests_are_answered_then_closed) {
     embedded_backend backend;
     auto options = test_options(backend.endpoint());

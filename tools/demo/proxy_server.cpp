@@ -246,7 +246,13 @@ asio::awaitable<void> proxy_server::accept_loop() {
         }
         if (sessions_.size() >= options_.max_clients) {
             ++counters_->clients_refused;
-            asio::co_spawn(executor_, refuse(std::move(socket)), asio::detached);
+            asio::co_spawn(executor_, refuse(std::move(socket), "ERR max number of clients reached"), asio::detached);
+            continue;
+        }
+        if (!tenants_.contains("default") && tenants_.size() >= options_.max_tenants) {
+            // A client starts as tenant "default", and there is no room for it.
+            ++counters_->clients_refused;
+            asio::co_spawn(executor_, refuse(std::move(socket), "ERR too many tenants"), asio::detached);
             continue;
         }
         boost::system::error_code ignored;
@@ -262,8 +268,8 @@ asio::awaitable<void> proxy_server::accept_loop() {
     accepting_ = false;
 }
 
-asio::awaitable<void> proxy_server::refuse(tcp::socket socket) {
-    const std::string refusal = resp::error("ERR max number of clients reached");
+asio::awaitable<void> proxy_server::refuse(tcp::socket socket, std::string_view why) {
+    const std::string refusal = resp::error(why);
     (void)co_await asio::async_write(socket, asio::buffer(refusal), use_tuple);
     boost::system::error_code ignored;
     socket.shutdown(tcp::socket::shutdown_both, ignored);

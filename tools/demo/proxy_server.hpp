@@ -88,7 +88,8 @@ struct proxy_options {
     boost::asio::ip::tcp::endpoint backend;
     fairpool::pool_options pool = default_proxy_pool_options();
     std::size_t max_clients = 256;           // beyond: "-ERR max number of clients reached", then close
-    std::size_t max_tenants = 256;           // beyond: CLIENT SETNAME gets "-ERR too many tenants"
+    std::size_t max_tenants = 256;           // beyond: CLIENT SETNAME and AUTH get "-ERR too many tenants", and a new
+                                             // client (tenant "default") while that one is absent is told so and closed
     std::size_t max_request_bytes = 64 * 1024;  // beyond: "-ERR request too large", then close
     std::chrono::milliseconds request_timeout{1000};
     std::chrono::milliseconds connect_timeout{1000};  // connect + PING handshake of a backend connection
@@ -164,7 +165,8 @@ private:
     enum class cut_reason : std::uint8_t;
 
     boost::asio::awaitable<void> accept_loop();
-    boost::asio::awaitable<void> refuse(boost::asio::ip::tcp::socket socket);
+    // Answers `why` (an error message) and closes: a client the proxy cannot take.
+    boost::asio::awaitable<void> refuse(boost::asio::ip::tcp::socket socket, std::string_view why);
 
     // A client: reading, parsing, writing, leaving.
     void start_read(session& s);
