@@ -2,6 +2,8 @@
 // What the redis suite needs: a redis-server child process on a free loopback port
 // (tools/demo/redis_process.hpp), a blocking RESP client with a receive timeout, the
 // proxy running on a thread, and a blocking HTTP client for the metrics endpoint.
+#include <gtest/gtest.h>
+
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/use_future.hpp>
@@ -90,6 +92,19 @@ struct client_info {
 };
 [[nodiscard]] std::vector<client_info> client_list(client& admin);
 
+// Test options: the given backend, short timeouts and backoff.
+[[nodiscard]] proxy_options test_options(boost::asio::ip::tcp::endpoint backend);
+
+// A test with its own redis-server (started in SetUp, gone with the test).
+class with_redis : public ::testing::Test {
+protected:
+    void SetUp() override { start_redis_server(redis_); }
+    // test_options against this test's redis-server.
+    [[nodiscard]] proxy_options options() const { return test_options(redis_->endpoint()); }
+
+    std::unique_ptr<redis_process> redis_;
+};
+
 // The proxy on an io_context of its own, run by one thread.
 class proxy_harness {
 public:
@@ -116,8 +131,6 @@ private:
     std::optional<fairpool::close_report> report_;
 };
 
-// Test options: the given backend, short timeouts and backoff.
-[[nodiscard]] proxy_options test_options(boost::asio::ip::tcp::endpoint backend);
 
 // Polls `done` every 10 ms for up to `limit`; returns its last value.
 template <class F>

@@ -29,12 +29,12 @@ namespace {
 
 using namespace std::chrono_literals;
 
-class allocation : public ::testing::Test {
+class allocation : public with_redis {
 protected:
     void SetUp() override {
-        start_redis_server(redis_);
+        with_redis::SetUp();
         if (HasFatalFailure()) return;
-        auto o = test_options(redis_->endpoint());
+        auto o = options();
         o.pool.max_slots = o.pool.min_slots = 4;
         proxy_ = std::make_unique<proxy_harness>(o);
     }
@@ -58,7 +58,6 @@ protected:
         return per;
     }
 
-    std::unique_ptr<redis_process> redis_;
     std::unique_ptr<proxy_harness> proxy_;
 };
 

@@ -14,14 +14,7 @@ namespace {
 
 using namespace std::chrono_literals;
 
-class protocol : public ::testing::Test {
-protected:
-    void SetUp() override { start_redis_server(redis_); }
-
-    [[nodiscard]] proxy_options options() const { return test_options(redis_->endpoint()); }
-
-    std::unique_ptr<redis_process> redis_;
-};
+using protocol = with_redis;
 
 std::vector<resp::value> receive_n(client& cl, std::size_t n) {
     std::vector<resp::value> out;

@@ -16,14 +16,7 @@ namespace {
 
 using namespace std::chrono_literals;
 
-class redis_suite : public ::testing::Test {
-protected:
-    void SetUp() override {
-        start_redis_server(redis_);
-    }
-
-    std::unique_ptr<redis_process> redis_;
-};
+using redis_suite = with_redis;
 
 std::int64_t integer_of(const resp::value& v) {
     EXPECT_EQ(v.type, resp::type::integer) << "reply: " << v.text;

@@ -15,19 +15,15 @@ namespace {
 
 using namespace std::chrono_literals;
 
-class turns : public ::testing::Test {
+class turns : public with_redis {
 protected:
-    void SetUp() override { start_redis_server(redis_); }
-
     // A proxy with `slots` backend connections, all made before it is used.
     [[nodiscard]] proxy_options options(std::size_t slots) const {
-        auto o = test_options(redis_->endpoint());
+        auto o = with_redis::options();
         o.pool.max_slots = o.pool.min_slots = slots;
         o.request_timeout = 3s;  // above every BLPOP's here
         return o;
     }
-
-    std::unique_ptr<redis_process> redis_;
 };
 
 // While the only connection is held by a BLPOP, three clients send an INCR each: when

@@ -334,13 +334,18 @@ void proxy_server::process_input(session& s) {
             s.replies += reply;
             consumed += scan.length;
         };
-        if (scan.status != resp::parse_status::complete) {
+        // An inline command is parsed in full (rare: telnet and nc users): its words are
+        // its arguments, and it is forwarded re-encoded as RESP.
+        const bool parse_inline = scan.inline_form && scan.status == resp::parse_status::complete;
+        resp::parse_result parsed;
+        if (parse_inline) parsed = resp::parse_request(rest, limits);
+        if (const auto status = parse_inline ? parsed.status : scan.status; status != resp::parse_status::complete) {
             if (s.busy()) break;
             // The stream cannot be resynchronised: answer, then close.
             ++counters_->requests;
             ++counters_->errors_other;
-            s.replies += resp::error(scan.status == resp::parse_status::too_large ? "ERR request too large"
-                                                                                 : "ERR protocol error");
+            s.replies += resp::error(status == resp::parse_status::too_large ? "ERR request too large"
+                                                                            : "ERR protocol error");
             s.finishing = true;
             break;
         }
@@ -349,16 +354,6 @@ void proxy_server::process_input(session& s) {
         std::vector<std::string> words;  // an inline command's
         std::string encoded;             // and the same as RESP
         if (scan.inline_form) {
-            auto parsed = resp::parse_request(rest, limits);
-            if (parsed.status != resp::parse_status::complete) {
-                if (s.busy()) break;
-                ++counters_->requests;
-                ++counters_->errors_other;
-                s.replies += resp::error(parsed.status == resp::parse_status::too_large ? "ERR request too large"
-                                                                                       : "ERR protocol error");
-                s.finishing = true;
-                break;
-            }
             words = resp::arguments(parsed.frame);
             if (words.empty()) {  // an empty line
                 consumed += scan.length;

@@ -7,14 +7,59 @@ namespace fairpool::demo::resp {
 
 namespace {
 
+// A cursor over one frame: lines and bulk payloads, within the limits (parse and the
+// scans read through it).
+class scanner {
+public:
+    scanner(std::string_view in, const limits& l) : in_(in), limits_(l) {}
+
+    // The next line's text (without CRLF), or the status that stops the scan.
+    parse_status line(std::string_view& out) {
+        const std::size_t end = in_.find("\r\n", pos_);
+        if (end == std::string_view::npos) return beyond(in_.size()) ? parse_status::too_large : parse_status::incomplete;
+        if (beyond(end + 2)) return parse_status::too_large;
+        out = in_.substr(pos_, end - pos_);
+        pos_ = end + 2;
+        return parse_status::complete;
+    }
+
+    // The whole of `s` as a number.
+    static bool number(std::string_view s, std::int64_t& n) {
+        const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), n);
+        return ec == std::errc{} && end == s.data() + s.size() && !s.empty();
+    }
+    // A header's count ("$5", "*3" without the mark): >= -1.
+    static bool count(std::string_view s, std::int64_t& n) { return number(s, n) && n >= -1; }
+
+    // `size` payload bytes and their CRLF.
+    parse_status payload(std::size_t size, std::string_view& out) {
+        if (size > limits_.max_frame_bytes || beyond(pos_ + size + 2)) return parse_status::too_large;
+        if (in_.size() < pos_ + size + 2) return parse_status::incomplete;
+        if (in_[pos_ + size] != '\r' || in_[pos_ + size + 1] != '\n') return parse_status::malformed;
+        out = in_.substr(pos_, size);
+        pos_ += size + 2;
+        return parse_status::complete;
+    }
+
+    [[nodiscard]] std::size_t position() const noexcept { return pos_; }
+
+private:
+    [[nodiscard]] bool beyond(std::size_t end) const noexcept { return end > limits_.max_frame_bytes; }
+
+    std::string_view in_;
+    const limits& limits_;
+    std::size_t pos_ = 0;
+};
+
+
 class reader {
 public:
-    reader(std::string_view in, const limits& l) : in_(in), limits_(l) {}
+    reader(std::string_view in, const limits& l) : in_(in, l), limits_(l) {}
 
     parse_status read(value& out, int depth) {
         if (depth > limits_.max_depth) return parse_status::too_large;
         std::string_view line;
-        if (const auto s = read_line(line); s != parse_status::complete) return s;
+        if (const auto s = in_.line(line); s != parse_status::complete) return s;
         if (line.empty()) return parse_status::malformed;
         const char marker = line.front();
         line.remove_prefix(1);
@@ -27,52 +72,33 @@ public:
                 return parse_status::complete;
             case ':':
                 out.type = type::integer;
-                return number(line, out.integer) ? parse_status::complete : parse_status::malformed;
+                return scanner::number(line, out.integer) ? parse_status::complete : parse_status::malformed;
             case '$': return read_bulk(line, out);
             case '*': return read_array(line, out, depth);
             default: return parse_status::malformed;
         }
     }
 
-    [[nodiscard]] std::size_t position() const noexcept { return pos_; }
+    [[nodiscard]] std::size_t position() const noexcept { return in_.position(); }
 
 private:
-    static bool number(std::string_view s, std::int64_t& n) {
-        const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), n);
-        return ec == std::errc{} && end == s.data() + s.size() && !s.empty();
-    }
-
-    parse_status read_line(std::string_view& line) {
-        const std::size_t end = in_.find("\r\n", pos_);
-        if (end == std::string_view::npos) return beyond_limit(in_.size()) ? parse_status::too_large : parse_status::incomplete;
-        if (beyond_limit(end + 2)) return parse_status::too_large;
-        line = in_.substr(pos_, end - pos_);
-        pos_ = end + 2;
-        return parse_status::complete;
-    }
-
-    [[nodiscard]] bool beyond_limit(std::size_t end) const noexcept { return end > limits_.max_frame_bytes; }
-
     parse_status read_bulk(std::string_view header, value& out) {
         std::int64_t n = 0;
-        if (!number(header, n) || n < -1) return parse_status::malformed;
+        if (!scanner::count(header, n)) return parse_status::malformed;
         if (n == -1) {
             out.type = type::null;
             return parse_status::complete;
         }
-        const auto size = static_cast<std::size_t>(n);
-        if (size > limits_.max_frame_bytes || beyond_limit(pos_ + size + 2)) return parse_status::too_large;
-        if (in_.size() < pos_ + size + 2) return parse_status::incomplete;
-        if (in_.substr(pos_ + size, 2) != "\r\n") return parse_status::malformed;
+        std::string_view payload;
+        if (const auto s = in_.payload(static_cast<std::size_t>(n), payload); s != parse_status::complete) return s;
         out.type = type::bulk_string;
-        out.text = in_.substr(pos_, size);
-        pos_ += size + 2;
+        out.text = payload;
         return parse_status::complete;
     }
 
     parse_status read_array(std::string_view header, value& out, int depth) {
         std::int64_t n = 0;
-        if (!number(header, n) || n < -1) return parse_status::malformed;
+        if (!scanner::count(header, n)) return parse_status::malformed;
         if (n == -1) {
             out.type = type::null;
             return parse_status::complete;
@@ -85,9 +111,8 @@ private:
         return parse_status::complete;
     }
 
-    std::string_view in_;
+    scanner in_;
     const limits& limits_;
-    std::size_t pos_ = 0;
 };
 
 // One RESP line: its type mark, its text, CRLF. Appended piece by piece: g++ 12 at -O3
@@ -151,15 +176,12 @@ bool split_inline(std::string_view line, std::vector<std::string>& words) {
 parse_result parse_request(std::string_view input, const limits& l) {
     if (input.empty() || input.front() == '*') return parse(input, l);
     parse_result result;
-    const std::size_t end = input.find('\n');
-    if (end == std::string_view::npos) {
-        result.status = input.size() > l.max_frame_bytes ? parse_status::too_large : parse_status::incomplete;
+    const auto bounds = scan_request(input, l);  // where the line ends, within the limits
+    if (bounds.status != parse_status::complete) {
+        result.status = bounds.status;
         return result;
     }
-    if (end + 1 > l.max_frame_bytes) {
-        result.status = parse_status::too_large;
-        return result;
-    }
+    const std::size_t end = bounds.length - 1;  // its LF
     std::string_view line = input.substr(0, end);
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     std::vector<std::string> words;
@@ -178,52 +200,6 @@ parse_result parse_request(std::string_view input, const limits& l) {
     return result;
 }
 
-namespace {
-
-// A cursor over one frame for the scans: lines and bulk payloads, within the limits.
-class scanner {
-public:
-    scanner(std::string_view in, const limits& l) : in_(in), limits_(l) {}
-
-    // The next line's text (without CRLF), or the status that stops the scan.
-    parse_status line(std::string_view& out) {
-        const std::size_t end = in_.find("\r\n", pos_);
-        if (end == std::string_view::npos) return beyond(in_.size()) ? parse_status::too_large : parse_status::incomplete;
-        if (beyond(end + 2)) return parse_status::too_large;
-        out = in_.substr(pos_, end - pos_);
-        pos_ = end + 2;
-        return parse_status::complete;
-    }
-
-    // A header's count ("$5", "*3" without the mark): >= -1.
-    static bool count(std::string_view s, std::int64_t& n) {
-        const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), n);
-        return ec == std::errc{} && end == s.data() + s.size() && !s.empty() && n >= -1;
-    }
-
-    // `size` payload bytes and their CRLF.
-    parse_status payload(std::size_t size, std::string_view& out) {
-        if (size > limits_.max_frame_bytes || beyond(pos_ + size + 2)) return parse_status::too_large;
-        if (in_.size() < pos_ + size + 2) return parse_status::incomplete;
-        if (in_[pos_ + size] != '\r' || in_[pos_ + size + 1] != '\n') return parse_status::malformed;
-        out = in_.substr(pos_, size);
-        pos_ += size + 2;
-        return parse_status::complete;
-    }
-
-    [[nodiscard]] std::size_t position() const noexcept { return pos_; }
-    [[nodiscard]] const limits& bounds() const noexcept { return limits_; }
-
-private:
-    [[nodiscard]] bool beyond(std::size_t end) const noexcept { return end > limits_.max_frame_bytes; }
-
-    std::string_view in_;
-    const limits& limits_;
-    std::size_t pos_ = 0;
-};
-
-}  // namespace
-
 frame_scan scan_frame(std::string_view input, const limits& l) {
     scanner sc(input, l);
     std::uint64_t remaining = 1;  // frames still to read, nested elements included
@@ -238,12 +214,9 @@ frame_scan scan_frame(std::string_view input, const limits& l) {
         switch (mark) {
             case '+':
             case '-': break;
-            case ':': {
-                const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
-                if (ec != std::errc{} || end != text.data() + text.size() || text.empty())
-                    return {parse_status::malformed, 0};
+            case ':':
+                if (!scanner::number(text, n)) return {parse_status::malformed, 0};
                 break;
-            }
             case '$': {
                 if (!scanner::count(text, n)) return {parse_status::malformed, 0};
                 std::string_view payload;
