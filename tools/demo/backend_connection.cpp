@@ -20,6 +20,8 @@ using asio::ip::tcp;
 namespace {
 
 constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
+// What a reply may be: max_backend_reply_bytes, arrays of up to a million elements.
+constexpr resp::limits reply_limits{max_backend_reply_bytes, 1024 * 1024, 8};
 
 }  // namespace
 
@@ -88,11 +90,10 @@ void backend_connection::read_replies(std::size_t remaining, reply_sink& sink) {
 }
 
 bool backend_connection::deliver(std::size_t& remaining, reply_sink& sink) {
-    const resp::limits limits{max_backend_reply_bytes, 1024 * 1024, 8};
     std::size_t consumed = 0;
     bool ok = true;
     while (remaining > 0) {
-        const auto scan = resp::scan_frame(std::string_view(buffer_.data() + consumed, buffered_ - consumed), limits);
+        const auto scan = resp::scan_frame(std::string_view(buffer_.data() + consumed, buffered_ - consumed), reply_limits);
         if (scan.status == resp::parse_status::incomplete) break;
         if (scan.status != resp::parse_status::complete) {
             ok = false;
@@ -102,11 +103,13 @@ bool backend_connection::deliver(std::size_t& remaining, reply_sink& sink) {
         consumed += scan.length;
         --remaining;
     }
-    if (consumed > 0) {
-        std::memmove(buffer_.data(), buffer_.data() + consumed, buffered_ - consumed);
-        buffered_ -= consumed;
-    }
+    consume(consumed);
     return ok;
+}
+
+void backend_connection::consume(std::size_t n) noexcept {
+    std::memmove(buffer_.data(), buffer_.data() + n, buffered_ - n);
+    buffered_ -= n;
 }
 
 asio::mutable_buffer backend_connection::read_room() {
@@ -144,13 +147,11 @@ asio::awaitable<bool> backend_connection::ping() { return answers(resp::command(
 asio::awaitable<bool> backend_connection::reset() { return answers(resp::command({"RESET"}), "RESET"); }
 
 asio::awaitable<backend_reply> backend_connection::read_reply() {
-    const resp::limits limits{max_backend_reply_bytes, 1024 * 1024, 8};
     for (;;) {
-        const auto scan = resp::scan_frame(std::string_view(buffer_.data(), buffered_), limits);
+        const auto scan = resp::scan_frame(std::string_view(buffer_.data(), buffered_), reply_limits);
         if (scan.status == resp::parse_status::complete) {
             backend_reply reply{{}, buffer_.substr(0, scan.length)};
-            std::memmove(buffer_.data(), buffer_.data() + scan.length, buffered_ - scan.length);
-            buffered_ -= scan.length;
+            consume(scan.length);
             co_return reply;
         }
         if (scan.status != resp::parse_status::incomplete)

@@ -94,6 +94,8 @@ private:
     // Hands the whole frames at the front of the buffer to `sink`, at most `remaining`;
     // false if the buffer starts with something that is not a reply within the limits.
     bool deliver(std::size_t& remaining, reply_sink& sink);
+    // Drops the first n buffered bytes (read and handed on).
+    void consume(std::size_t n) noexcept;
     // Room for the next read: the free tail of buffer_, at least 16 KiB.
     boost::asio::mutable_buffer read_room();
     // One request and its reply, marked in flight until the whole reply is read.
