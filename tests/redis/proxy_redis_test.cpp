@@ -228,10 +228,14 @@ TEST_F(redis_suite, shutdown_under_load_closes_every_backend_connection) {
     auto proxy = std::make_unique<proxy_harness>(test_options(redis_->endpoint()));
     std::atomic<int> replies{0};
     std::atomic<int> unanswered{0};
+    // Every client connects before any load starts: a thread scheduled late must not
+    // meet a listener the close has already shut.
+    std::vector<client> proxy_clients;
+    for (int t = 0; t < 8; ++t) proxy_clients.emplace_back(proxy->port());
     std::vector<std::thread> threads;
     for (int t = 0; t < 8; ++t)
         threads.emplace_back([&, t] {
-            client cl(proxy->port());
+            client& cl = proxy_clients[static_cast<std::size_t>(t)];
             for (;;) {
                 try {
                     cl.send({"INCR", "shutdown:" + std::to_string(t)});
