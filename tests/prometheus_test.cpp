@@ -39,6 +39,7 @@ stats known_stats() {
     s.busy_rejections = 8;
     s.queued_waiters = 9;
     s.active_handles = 4;
+    s.active_weight = 39;
     s.slots = {21, 22, 23, 24, 25, 26, 27};
     s.wait_histogram[0] = 60;
     s.wait_histogram[11] = 10;
@@ -116,6 +117,9 @@ fairpool_waiters{pool="db"} 9
 # HELP fairpool_active_handles Handles with at least one queued waiter.
 # TYPE fairpool_active_handles gauge
 fairpool_active_handles{pool="db"} 4
+# HELP fairpool_active_weight Sum of the weights of the handles with at least one queued waiter.
+# TYPE fairpool_active_weight gauge
+fairpool_active_weight{pool="db"} 39
 # HELP fairpool_waiters_behind_cap Queued acquires of handles holding their max_leases (not eligible until a lease comes back).
 # TYPE fairpool_waiters_behind_cap gauge
 fairpool_waiters_behind_cap{pool="db"} 37
@@ -263,7 +267,7 @@ TEST(prometheus, several_pools_share_one_help_and_type_per_family) {
     for (const auto& line : lines_of(text)) {
         if (line.starts_with("# TYPE ")) ++types;
     }
-    EXPECT_EQ(types, 19u);  // one per family (4 of them health: checks started, checks, resets started, resets failed)
+    EXPECT_EQ(types, 20u);  // one per family (4 of them health: checks started, checks, resets started, resets failed)
     EXPECT_THAT(text, HasSubstr("fairpool_acquires_total{pool=\"a\"} 101\nfairpool_acquires_total{pool=\"b\"} 0\n"));
     EXPECT_THAT(text, HasSubstr("fairpool_acquire_wait_seconds_count{pool=\"a\"} 90\n"));
     EXPECT_THAT(text, HasSubstr("fairpool_acquire_wait_seconds_count{pool=\"b\"} 0\n"));

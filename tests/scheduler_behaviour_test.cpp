@@ -256,6 +256,40 @@ TYPED_TEST(behaviour, deregistration_rejects_queued_waiters_in_fifo_order) {
     EXPECT_EQ(d(E::release(8, 0, 1)), (effects{"grant waiter=3 slot=0 lease=2"}));
 }
 
+// Section 9: active_weight sums the weights of the handles with a queued waiter, each
+// the weight of the acquire that made it active (decision 3: later ones are ignored,
+// and a handle that leaves and comes back takes its new acquire's). A handle at its
+// lease cap with waiters is still active (decision 15).
+TYPED_TEST(behaviour, active_weight_sums_the_weights_of_the_handles_with_queued_waiters) {
+    auto d = this->warm(this->slots(1, 1));
+    const auto& s = d.machine().counters();
+    EXPECT_EQ(d(E::acquire(2, 1, 1, {}, {}, 1)), (effects{"grant waiter=1 slot=0 lease=1"}));  // at its cap of 1
+    EXPECT_EQ(s.active_weight, 0u);  // granted at once: never active
+    EXPECT_EQ(d(E::acquire(3, 2, 7, {}, 3)), effects{});
+    EXPECT_EQ(d(E::acquire(3, 3, 7, {}, 5)), effects{});  // handle 7 is active: weight 3 kept
+    EXPECT_EQ(d(E::acquire(4, 4, 8, {}, 2)), effects{});
+    EXPECT_EQ(d(E::acquire(4, 5, 9, core::nanos{10})), effects{});  // weight 1
+    EXPECT_EQ(d(E::acquire(4, 6, 1, {}, 4)), effects{});            // handle 1 holds its cap: behind it
+    EXPECT_EQ(s.active_handles, 4u);
+    EXPECT_EQ(s.waiters_behind_cap, 1u);
+    EXPECT_EQ(s.active_weight, 3u + 2u + 1u + 4u);
+    EXPECT_EQ(d(E::cancel(5, 4)), (effects{"reject waiter=4 reason=cancelled"}));
+    EXPECT_EQ(s.active_weight, 3u + 1u + 4u);
+    EXPECT_EQ(d(E::release(6, 0, 1)), (effects{"grant waiter=2 slot=0 lease=2"}));  // 7 keeps waiter 3
+    EXPECT_EQ(s.waiters_behind_cap, 0u);  // handle 1 is below its cap again, at the back
+    EXPECT_EQ(s.active_weight, 3u + 1u + 4u);
+    EXPECT_EQ(d(E::tick(10)), (effects{"reject waiter=5 reason=timeout"}));
+    EXPECT_EQ(d(E::deregister(11, 7)), (effects{"reject waiter=3 reason=deregistered"}));
+    EXPECT_EQ(s.active_weight, 4u);  // handle 1's waiter
+    EXPECT_EQ(d(E::deregister(11, 1)), (effects{"reject waiter=6 reason=deregistered"}));
+    EXPECT_EQ(s.active_handles, 0u);
+    EXPECT_EQ(s.active_weight, 0u);
+    EXPECT_EQ(d(E::acquire(12, 7, 7, {}, 2)), effects{});  // active again, with this acquire's weight
+    EXPECT_EQ(s.active_weight, 2u);
+    EXPECT_EQ(d(E::shutdown(13)), (effects{"reject waiter=7 reason=closed"}));
+    EXPECT_EQ(s.active_weight, 0u);
+}
+
 TYPED_TEST(behaviour, saturated_at_max_waiters) {
     auto c = this->slots(1, 1);
     c.max_waiters = 2;

@@ -176,8 +176,8 @@ TYPED_TEST(errors, not_resetting) {
 }
 
 TYPED_TEST(errors, bad_size) {
-    // busy_pool's slot_capacity is its max_slots, 3.
-    for (const E& e : {E::resize(35, 0, 0), E::resize(35, 4, 0), E::resize(35, 2, 3), E::resize(35, UINT64_MAX, 0)})
+    // busy_pool's slot_capacity is its max_slots, 3 (max_slots 0 is a size: decision 16).
+    for (const E& e : {E::resize(35, 0, 1), E::resize(35, 4, 0), E::resize(35, 2, 3), E::resize(35, UINT64_MAX, 0)})
         this->expect_refused_without_change(this->busy_pool(), e, event_error::bad_size);
 }
 
@@ -186,7 +186,8 @@ TYPED_TEST(errors, bad_size_comes_after_not_started_and_time_went_backwards) {
     fresh.refused(E::resize(0, 0, 0), event_error::not_started);
     auto d = this->busy_pool();
     d.refused(E::resize(10, 0, 0), event_error::time_went_backwards);
-    d.refused(E::resize(35, 0, 0), event_error::bad_size);
+    d.refused(E::resize(10, 4, 0), event_error::time_went_backwards);  // bad too: time is judged first
+    d.refused(E::resize(35, 4, 0), event_error::bad_size);
 }
 
 // The largest cap is a cap (the lease count starts) that no handle reaches.

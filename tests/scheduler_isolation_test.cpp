@@ -302,13 +302,63 @@ TYPED_TEST(isolation, a_bad_size_changes_nothing) {
     core::config c = this->slots(2, 1);
     c.slot_capacity = 4;
     auto d = this->warm(c);
-    d.refused(E::resize(2, 0, 0), core::event_error::bad_size);
+    d.refused(E::resize(2, 0, 1), core::event_error::bad_size);
     d.refused(E::resize(2, 5, 0), core::event_error::bad_size);
     d.refused(E::resize(2, 2, 3), core::event_error::bad_size);
     EXPECT_EQ(d.machine().counters().resizes, 0u);
     d.refused(E::spawned(2, 4), core::event_error::bad_slot);  // judged against slot_capacity
     d.refused(E::spawned(2, 3), core::event_error::not_spawning);
     EXPECT_EQ(d(E::resize(2, 4, 3)), (effects{"spawn slot=1", "spawn slot=2"}));
+}
+
+// Decision 16: max_slots 0 is a size. The pool holds no slot: the idle one retires at
+// once, the leased one when it comes back (not granted to the waiter queued meanwhile);
+// nothing spawns, retired slots included; acquires queue and time out, or are rejected
+// saturated once the queue is full, as usual. A resize back up spawns for the waiter.
+TYPED_TEST(isolation, a_resize_to_zero_holds_no_slot_until_a_resize_back_up) {
+    core::config c = this->slots(2, 1);
+    c.max_waiters = 2;
+    auto d = this->warm(c);  // slot 0 idle
+    const core::stats& s = d.machine().counters();
+    EXPECT_EQ(d(E::acquire(2, 1, 7)), (effects{"grant waiter=1 slot=0 lease=1"}));
+    EXPECT_EQ(d(E::acquire(3, 2, 8)), (effects{"spawn slot=1"}));
+    EXPECT_EQ(d(E::spawned(4, 1)), (effects{"grant waiter=2 slot=1 lease=2"}));
+    EXPECT_EQ(d(E::release(5, 1, 2)), effects{});  // slot 1 idle, slot 0 leased
+    EXPECT_EQ(d(E::resize(6, 0, 0)), (effects{"retire slot=1 reason=resize"}));
+    EXPECT_EQ(d(E::acquire(7, 3, 9, core::nanos{100})), effects{});  // queued: nothing spawns
+    EXPECT_EQ(d(E::retired(8, 1)), effects{});                        // an empty slot, still no spawn
+    EXPECT_EQ(d(E::release(9, 0, 1)), (effects{"retire slot=0 reason=resize"}));  // not handed to waiter 3
+    EXPECT_EQ(d(E::acquire(10, 4, 9)), effects{});
+    EXPECT_EQ(d(E::acquire(11, 5, 10)), (effects{"reject waiter=5 reason=saturated"}));  // max_waiters 2
+    EXPECT_EQ(d(E::acquire(11, 6, 10, core::nanos{11})), (effects{"reject waiter=6 reason=timeout"}));
+    EXPECT_EQ(d(E::retired(12, 0)), effects{});
+    EXPECT_EQ(s.slots[static_cast<int>(core::slot_state::empty)], 2u);
+    EXPECT_EQ(d.machine().next_deadline(), std::optional<core::nanos>{100});
+    EXPECT_EQ(d(E::tick(100)), (effects{"reject waiter=3 reason=timeout"}));
+    EXPECT_EQ(d.machine().next_deadline(), std::nullopt);  // no spawn is ever due at max_slots 0
+    EXPECT_EQ(s.spawns, 2u);
+    EXPECT_EQ(s.retirements[static_cast<int>(core::retire_reason::resize)], 2u);
+    EXPECT_EQ(d(E::resize(110, 2, 0)), (effects{"spawn slot=0"}));  // for waiter 4
+    EXPECT_EQ(d(E::spawned(111, 0)), (effects{"grant waiter=4 slot=0 lease=3"}));
+    EXPECT_EQ(s.resizes, 2u);
+}
+
+// At max_slots 0 a spawn that completes retires (resize) and is granted to nobody, a
+// check that passes retires too, and the config's min_slots is not restored.
+TYPED_TEST(isolation, a_resize_to_zero_retires_spawns_and_checks_as_they_complete) {
+    core::config c = this->slots(2, 1);
+    c.check_after_idle = 10;
+    auto d = this->warm(c);  // slot 0 idle, verified at 1
+    EXPECT_EQ(d(E::acquire(20, 1, 7)), (effects{"check slot=0"}));  // stale: checked before a grant
+    EXPECT_EQ(d(E::acquire(20, 2, 8)), (effects{"spawn slot=1"}));
+    EXPECT_EQ(d(E::resize(21, 0, 0)), effects{});  // nothing idle: nothing retires yet
+    EXPECT_EQ(d(E::checked(22, 0, core::check_outcome::alive)), (effects{"retire slot=0 reason=resize"}));
+    EXPECT_EQ(d(E::spawned(23, 1)), (effects{"retire slot=1 reason=resize"}));
+    EXPECT_EQ(d(E::retired(24, 0)), effects{});
+    EXPECT_EQ(d(E::retired(24, 1)), effects{});  // min_slots 0 now: nothing to restore
+    EXPECT_EQ(d.machine().counters().queued_waiters, 2u);
+    EXPECT_EQ(d(E::resize(25, 1, 1)), (effects{"spawn slot=0"}));  // room for one
+    EXPECT_EQ(d(E::spawned(26, 0)), (effects{"grant waiter=1 slot=0 lease=1"}));
 }
 
 // Decision 16: a lower min_slots makes the idle timeouts that step 2 of the resize step

@@ -84,7 +84,7 @@ struct step final : step_command {
 
     static core::stats rare_counters(core::stats s) {
         s.acquires = s.grants_immediate = s.grants_after_wait = 0;
-        s.queued_waiters = s.active_handles = s.waiters_behind_cap = s.handles_at_cap = 0;
+        s.queued_waiters = s.active_handles = s.active_weight = s.waiters_behind_cap = s.handles_at_cap = 0;
         s.slots = {};
         s.wait_histogram = {};
         return s;

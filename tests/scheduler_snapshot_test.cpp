@@ -77,6 +77,33 @@ TEST(SchedulerSnapshot, EveryGoldenTraceRestoredAfterEveryEventGivesTheSameTail)
     EXPECT_GT(restores, 300U);
 }
 
+// A scheduler resized to max_slots 0 writes its sizes, and one restored from them goes
+// on as it would (decision 16): the spawn that completes and the lease that comes back
+// retire, nothing spawns, the waiter waits; the active handles' weight is restored.
+TEST(SchedulerSnapshot, ASizeOfZeroIsRestored) {
+    config c;
+    c.max_slots = 2;
+    scheduler original(c, 1);
+    original.step(event::start(0));
+    original.step(event::acquire(1, 1, 7));
+    original.step(event::spawned(2, 0));  // waiter 1 granted slot 0
+    original.step(event::acquire(3, 2, 8, std::nullopt, 5));  // slot 1 spawning for it
+    ASSERT_TRUE(original.step(event::resize(4, 0, 0)).ok());
+    const auto records = snapshot_of(original);
+    ASSERT_GE(records.size(), 2U);
+    EXPECT_EQ(records[1], (snapshot_record{snapshot_sizes{0, 0}}));
+    scheduler restored(c, records, 2);
+    EXPECT_EQ(restored.counters(), original.counters());
+    EXPECT_EQ(restored.counters().active_weight, 5U);
+    EXPECT_EQ(restored.max_slots(), 0U);
+    const std::vector<event> tail = {event::spawned(5, 1),  event::release(6, 0, 1), event::retired(7, 0),
+                                     event::retired(7, 1), event::resize(8, 1, 0),   event::spawned(9, 0)};
+    for (std::size_t i = 0; i < tail.size(); ++i) ASSERT_EQ(step(restored, tail[i]), step(original, tail[i])) << i;
+    EXPECT_EQ(original.counters().retirements[static_cast<int>(retire_reason::resize)], 2U);
+    EXPECT_EQ(original.counters().grants_after_wait, 2U);  // waiter 2 after the resize back up
+    EXPECT_EQ(snapshot_of(restored), snapshot_of(original));
+}
+
 TEST(SchedulerSnapshot, ASnapshotWritesOnlyWhatTheStateHas) {
     config c;
     c.max_slots = 3;
@@ -193,11 +220,11 @@ TEST_F(refusal, AKindOutOfPlace) {
 // a handle's max_leases. The fixture's config has max_slots=5 = slot_capacity.
 TEST_F(refusal, SizesOutOfRange) {
     valid.insert(valid.begin() + 1, snapshot_sizes{6, 0});
-    expect_refused(1, "sizes max_slots=6 min_slots=0: not 1..slot_capacity and 0..max_slots");
-    valid[1] = snapshot_sizes{0, 0};
-    expect_refused(1, "sizes max_slots=0 min_slots=0: not 1..slot_capacity and 0..max_slots");
+    expect_refused(1, "sizes max_slots=6 min_slots=0: not 0..slot_capacity and 0..max_slots");
+    valid[1] = snapshot_sizes{0, 1};
+    expect_refused(1, "sizes max_slots=0 min_slots=1: not 0..slot_capacity and 0..max_slots");
     valid[1] = snapshot_sizes{2, 3};
-    expect_refused(1, "sizes max_slots=2 min_slots=3: not 1..slot_capacity and 0..max_slots");
+    expect_refused(1, "sizes max_slots=2 min_slots=3: not 0..slot_capacity and 0..max_slots");
 }
 
 TEST_F(refusal, SizesEqualToTheConfigs) {

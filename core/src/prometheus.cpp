@@ -155,6 +155,8 @@ void append_prometheus_text(std::string& out, std::span<const prometheus_pool> p
                   &stats::queued_waiters);
     append_scalar(out, pools, "fairpool_active_handles", "gauge", "Handles with at least one queued waiter.",
                   &stats::active_handles);
+    append_scalar(out, pools, "fairpool_active_weight", "gauge",
+                  "Sum of the weights of the handles with at least one queued waiter.", &stats::active_weight);
     append_scalar(out, pools, "fairpool_waiters_behind_cap", "gauge",
                   "Queued acquires of handles holding their max_leases (not eligible until a lease comes back).",
                   &stats::waiters_behind_cap);

@@ -167,8 +167,8 @@ event_error scheduler::validate(const event& e) const noexcept {
         case event_kind::checked: return validate_slot(e, slot_state::checking, event_error::not_checking);
         case event_kind::reset_done: return validate_slot(e, slot_state::resetting, event_error::not_resetting);
         case event_kind::resize:
-            if (e.max_slots() == 0 || e.max_slots() > capacity_ || e.min_slots() > e.max_slots())
-                return event_error::bad_size;
+            // max_slots 0 is a size (decision 16): the pool holds no slot, acquires wait.
+            if (e.max_slots() > capacity_ || e.min_slots() > e.max_slots()) return event_error::bad_size;
             return event_error::ok;
         default: return event_error::ok;
     }
@@ -497,7 +497,8 @@ void scheduler::shutdown() {
     scratch_.clear();
     while (!idle_order_.empty()) scratch_.push_back(idle_order_.head), leave_idle(idle_order_.head);
     retire_sorted_scratch(retire_reason::shutdown);
-    FAIRPOOL_ASSERT(arrivals_order_.empty() && idle_order_.empty() && stats_.active_handles == 0);
+    FAIRPOOL_ASSERT(arrivals_order_.empty() && idle_order_.empty() && stats_.active_handles == 0 &&
+                    stats_.active_weight == 0);
 }
 
 // Section 5: the new sizes hold from this step on. Surplus idle slots retire now, least
@@ -595,7 +596,7 @@ void scheduler::close_if_done() {
     FAIRPOOL_DEBUG_ASSERT(shutting_down_);
     if (closed_ || count(slot_state::empty) != capacity_) return;
     FAIRPOOL_ASSERT(arrivals_order_.empty());
-    FAIRPOOL_ASSERT(stats_.queued_waiters == 0 && stats_.active_handles == 0);
+    FAIRPOOL_ASSERT(stats_.queued_waiters == 0 && stats_.active_handles == 0 && stats_.active_weight == 0);
     closed_ = true;
     emit(effect::closed());
 }
@@ -611,6 +612,7 @@ void scheduler::enqueue(const event& e, nanos deadline, std::uint32_t h) {
         handle.weight = u32(e.weight.value_or(1));
         handle.turn = 0;
         ++stats_.active_handles;
+        stats_.active_weight += handle.weight;
     }
     FAIRPOOL_ASSERT(!free_waiters_.empty());
     FAIRPOOL_ASSERT(stats_.queued_waiters < config_.max_waiters);
@@ -684,6 +686,7 @@ void scheduler::remove_waiter(std::uint32_t w) noexcept {
     if (handle.waiters.empty()) {  // the handle leaves the rotation; weight and turn are forgotten
         if (!behind_cap) leave_rotation(h);
         --stats_.active_handles;
+        stats_.active_weight -= handle.weight;
         forget_if_unknown(h);
     } else if (was_first && !behind_cap && fifo_heads_) {  // its first waiter arrived later
         eligible_heads_.remove(h);

@@ -432,7 +432,7 @@ const scheduler::waiter_record* scheduler::restore_waiter(std::size_t i, const s
     waiters_[w] = {r.id, r.deadline, r.arrived_at, r.arrival, h};
     waiter_ids_.insert(r.id, w);
     arrival_links_.push_back(arrivals_order_, w);
-    if (handles_[h].waiters.empty()) ++stats_.active_handles;
+    if (handles_[h].waiters.empty()) ++stats_.active_handles, stats_.active_weight += handles_[h].weight;
     handle_links_.push_back(handles_[h].waiters, w);
     if (r.deadline != never) deadlines_.push(r.deadline, r.arrival, w);
     ++stats_.queued_waiters;
@@ -450,9 +450,9 @@ void scheduler::restore_lease_holders(std::size_t end) {
 }
 
 void scheduler::restore_sizes(const snapshot_sizes& r) {
-    if (r.max_slots == 0 || r.max_slots > capacity_ || r.min_slots > r.max_slots)
+    if (r.max_slots > capacity_ || r.min_slots > r.max_slots)
         refuse(1, "sizes max_slots=" + std::to_string(r.max_slots) + " min_slots=" + std::to_string(r.min_slots) +
-                      ": not 1..slot_capacity and 0..max_slots");
+                      ": not 0..slot_capacity and 0..max_slots");
     if (r.max_slots == config_.max_slots && r.min_slots == config_.min_slots)
         refuse(1, "sizes: the config's sizes are not written");
     if (!started_) refuse(1, "sizes: a resize before start");

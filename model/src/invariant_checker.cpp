@@ -111,6 +111,7 @@ std::optional<std::string> stats_difference(const core::stats& want, const core:
     core::stats same = want;
     if (!gauges) {
         same.queued_waiters = got.queued_waiters, same.active_handles = got.active_handles, same.slots = got.slots;
+        same.active_weight = got.active_weight;
         same.waiters_behind_cap = got.waiters_behind_cap, same.handles_at_cap = got.handles_at_cap;
     }
     if (same == got) return std::nullopt;
@@ -144,6 +145,7 @@ std::optional<std::string> stats_difference(const core::stats& want, const core:
     if (!gauges) return std::nullopt;
     if ((d = field("queued_waiters", want.queued_waiters, got.queued_waiters))) return d;
     if ((d = field("active_handles", want.active_handles, got.active_handles))) return d;
+    if ((d = field("active_weight", want.active_weight, got.active_weight))) return d;
     if ((d = field("waiters_behind_cap", want.waiters_behind_cap, got.waiters_behind_cap))) return d;
     if ((d = field("handles_at_cap", want.handles_at_cap, got.handles_at_cap))) return d;
     for (int s = 0; s < core::slot_state_count; ++s)
@@ -255,7 +257,7 @@ event_error invariant_checker::expected_error(const event& e) const {
         if (e.slot >= slots_.size()) return event_error::bad_slot;
         break;
     case event_kind::resize:
-        if (e.max_slots() == 0 || e.max_slots() > slots_.size() || e.min_slots() > e.max_slots()) return event_error::bad_size;
+        if (e.max_slots() > slots_.size() || e.min_slots() > e.max_slots()) return event_error::bad_size;
         break;
     case event_kind::acquire:
         if (e.weight && (*e.weight == 0 || *e.weight > core::max_weight)) return event_error::bad_weight;
@@ -1280,6 +1282,11 @@ void invariant_checker::check_counts(const core::stats& after) {
     if (after.active_handles != handles_.size())
         breach(cat("invariant 3: stats.active_handles is ", after.active_handles, " but ", handles_.size(),
                    " handle(s) have queued waiters"));
+    std::uint64_t weight = 0;
+    for (const auto& [id, h] : handles_) weight += h.weight;
+    if (after.active_weight != weight)
+        breach(cat("invariant 3: stats.active_weight is ", after.active_weight, " but the ", handles_.size(),
+                   " active handle(s) weigh ", weight));
 }
 
 // Section 9 and decision 11.2: the counters moved by exactly what the step emitted.

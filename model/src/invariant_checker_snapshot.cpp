@@ -25,6 +25,7 @@ invariant_checker::invariant_checker(const core::config& config, std::span<const
     // must leave them as they are (invariant 11).
     prev_.queued_waiters = queued_.size();
     prev_.active_handles = handles_.size();
+    for (const auto& [id, h] : handles_) prev_.active_weight += h.weight;
     for (const auto& [id, h] : handles_) prev_.waiters_behind_cap += at_cap(id) ? h.waiters.size() : 0;
     for (const auto& [id, k] : known_) prev_.handles_at_cap += at_cap(id) ? 1 : 0;
     for (int i = 0; i < core::slot_state_count; ++i) prev_.slots[i] = count(static_cast<slot_state>(i));

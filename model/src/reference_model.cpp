@@ -120,7 +120,8 @@ event_error reference_model::validate(const core::event& e) const {
         case event_kind::reset_done:
             return slots_[e.slot].state == slot_state::resetting ? event_error::ok : event_error::not_resetting;
         case event_kind::resize:
-            return e.max_slots() >= 1 && e.max_slots() <= slots_.size() && e.min_slots() <= e.max_slots()
+            // Decision 16: 0 <= max_slots <= slot_capacity (max_slots 0: no slot held).
+            return e.max_slots() <= slots_.size() && e.min_slots() <= e.max_slots()
                        ? event_error::ok
                        : event_error::bad_size;
         default:
@@ -802,6 +803,8 @@ void reference_model::refresh_gauges() {
     std::set<std::uint64_t> handles;
     for (const waiter_record& w : waiters_) handles.insert(w.handle);
     stats_.active_handles = handles.size();
+    stats_.active_weight = 0;  // each active handle's weight, from the acquire that made it active
+    for (const std::uint64_t h : handles) stats_.active_weight += turns_.at(h).weight;
     stats_.waiters_behind_cap = waiters_.size() - eligible_waiters();
     stats_.handles_at_cap = 0;
     for (const auto& [handle, cap] : caps_)

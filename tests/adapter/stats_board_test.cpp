@@ -292,6 +292,7 @@ bool change(counters& c) {
         default:
             s.queued_waiters = *rc::gen::inRange<std::uint64_t>(0, 9);
             s.active_handles = *rc::gen::inRange<std::uint64_t>(0, 9);
+            s.active_weight = *rc::gen::inRange<std::uint64_t>(0, 9);
             s.waiters_behind_cap = *rc::gen::inRange<std::uint64_t>(0, 9);
             s.handles_at_cap = *rc::gen::inRange<std::uint64_t>(0, 9);
             break;

@@ -328,7 +328,8 @@ struct event_generator::draw {
             const std::uint64_t cap = pick(4);
             if (kind == core::event_kind::acquire) e.set_max_leases(cap);
         }
-        const std::uint64_t max_slots = pick(std::uint64_t{g.capacity_} + 2);  // resize: now and then bad_size
+        // resize: 0..capacity (0: no slot at all, decision 16), now and then bad_size
+        const std::uint64_t max_slots = pick(std::uint64_t{g.capacity_} + 2);
         const std::uint64_t min_slots = pick(max_slots + 2);
         if (kind == core::event_kind::resize) e = core::event::resize(e.now, max_slots, min_slots);
         return e;

@@ -36,14 +36,14 @@ void simulation::impl::inject_invalid() {
         if (e.kind == core::event_kind::release) e.lease = r.between(0, last_lease + 1);
         send(e, event_error::bad_slot);
     };
-    // Seeds with caps or resizes sometimes send a bad size: max_slots 0 or above
-    // slot_capacity, or min_slots above max_slots.
+    // Seeds with caps or resizes sometimes send a bad size: max_slots above
+    // slot_capacity, or min_slots above max_slots (max_slots 0 is a size: decision 16).
     if (sc.p_bad_size > 0 && isolation.chance(sc.p_bad_size)) {
         const std::uint64_t k = isolation.below(3);
         const std::uint64_t max_slots = k == 0   ? 0
                                         : k == 1 ? isolation.between(capacity + 1, 70000)
                                                  : isolation.between(1, capacity);
-        const std::uint64_t min_slots = k == 2 ? isolation.between(max_slots + 1, max_slots + 3) : isolation.below(2);
+        const std::uint64_t min_slots = k == 1 ? isolation.below(2) : isolation.between(max_slots + 1, max_slots + 3);
         ++result.adapter.bad_sizes;
         send(event::resize(now, max_slots, min_slots), event_error::bad_size);
         return;

@@ -104,10 +104,11 @@ void simulation::impl::handle(const item& it) {
     }
 }
 
-// Random sizes under load, between 1 and slot_capacity; after `shutdown` no more are
-// scheduled (one already due still comes: a resize while shutting down).
+// Random sizes under load, between 0 (no slot: acquires wait for the next resize, or
+// time out) and slot_capacity; after `shutdown` no more are scheduled (one already due
+// still comes: a resize while shutting down).
 void simulation::impl::resize() {
-    const std::uint64_t max_slots = isolation.between(1, slot_capacity());
+    const std::uint64_t max_slots = isolation.between(0, slot_capacity());
     const std::uint64_t min_slots = isolation.chance(0.5) ? 0 : isolation.between(0, max_slots);
     if (!shutting_down) {
         item it;

@@ -41,7 +41,7 @@ struct event {
     [[nodiscard]] static constexpr std::uint32_t saturated_weight(std::uint64_t w) noexcept {
         return w > UINT32_MAX ? UINT32_MAX : static_cast<std::uint32_t>(w);
     }
-    [[nodiscard]] std::uint64_t max_slots() const noexcept { return waiter; }  // resize (1..slot_capacity)
+    [[nodiscard]] std::uint64_t max_slots() const noexcept { return waiter; }  // resize (0..slot_capacity)
     [[nodiscard]] std::uint64_t min_slots() const noexcept { return handle; }  // resize (0..max_slots)
     // acquire: the handle's lease cap (0 = none); empty = the config's max_leases_per_handle.
     [[nodiscard]] std::optional<std::uint64_t> max_leases() const noexcept {

@@ -37,6 +37,7 @@ struct stats {
     // Gauges.
     std::uint64_t queued_waiters = 0;
     std::uint64_t active_handles = 0;
+    std::uint64_t active_weight = 0;       // the weights of the active handles, summed
     std::uint64_t waiters_behind_cap = 0;  // queued waiters of handles at their lease cap
     std::uint64_t handles_at_cap = 0;      // handles holding max_leases leases
     std::array<std::uint64_t, slot_state_count> slots{};  // by slot_state
