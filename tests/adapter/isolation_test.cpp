@@ -1,6 +1,7 @@
 // Tenant isolation in the adapter (issue 15), on one thread and the manual clock:
 // handle options (weight, max_leases, name) and the config's cap, pool.resize (its
-// checks on the caller's thread, grow and shrink, latest wins, after shutdown), the
+// checks on the caller's thread, grow and shrink, to zero and back, latest wins, after
+// shutdown), the pool's demand and its peak (pool_stats, take_demand_peak), the
 // per-handle statistics and their Prometheus text, and a recording of caps and resizes
 // replayed by fairpool-replay --check. One test runs on two threads and the real clock:
 // a resize racing the close.
@@ -35,7 +36,19 @@ handle_options capped(std::uint64_t max_leases, std::string name = {}) {
     return o;
 }
 
-class isolation : public adapter {};
+class isolation : public adapter {
+protected:
+    // A pool whose resources take 1 s of the manual clock to make: its spawns stay in
+    // flight until the test advances the clock.
+    std::unique_ptr<test_pool> slow_pool(const pool_options& o) {
+        auto log = log_;
+        return std::make_unique<test_pool>(io.get_executor(), o, [log]() -> boost::asio::awaitable<resource> {
+            manual_timer made(co_await boost::asio::this_coro::executor, manual_clock::now() + 1s);
+            co_await made.async_wait(boost::asio::use_awaitable);
+            co_return resource(++log->created, log);
+        });
+    }
+};
 
 // --- Caps ----------------------------------------------------------------------------
 
@@ -159,7 +172,7 @@ TEST_F(isolation, resize_refuses_bad_sizes_on_the_callers_thread_and_changes_not
     const pool_stats before = pool->stats();
     const std::uint64_t fed = pool->diagnostics().commands_fed;
     const std::uint64_t posted = pool->diagnostics().drains_posted;
-    for (const auto& [max, min] : {std::pair<std::uint64_t, std::uint64_t>{0, 0}, {4, 0}, {2, 3}, {1, 2},
+    for (const auto& [max, min] : {std::pair<std::uint64_t, std::uint64_t>{0, 1}, {4, 0}, {2, 3}, {1, 2},
                                    {~std::uint64_t{0}, 0}, {1ULL << 32, 0}})
         EXPECT_EQ(pool->resize(max, min), make_error_code(error::bad_size)) << max << " " << min;
     settle();
@@ -167,11 +180,78 @@ TEST_F(isolation, resize_refuses_bad_sizes_on_the_callers_thread_and_changes_not
     EXPECT_EQ(pool->diagnostics().drains_posted, posted) << "a refused resize sent something";
     EXPECT_EQ(pool->stats(), before);
     EXPECT_EQ(make_error_code(error::bad_size).message(),
-              "bad pool size: max_slots must be 1..slot_capacity and min_slots at most max_slots");
+              "bad pool size: max_slots must be 0..slot_capacity and min_slots at most max_slots");
     EXPECT_FALSE(pool->resize(3, 3));  // the bounds themselves are fine
+    EXPECT_FALSE(pool->resize(0, 0));  // fed after the first: latest wins
     settle();
     EXPECT_EQ(pool->stats().resizes, 1u);
+    EXPECT_EQ(log_->created, 1);
+}
+
+// Decision 16: max_slots 0 is a size. The pool holds no resource: the idle one retires
+// at once, the leased one when it comes back (not handed to the waiter queued
+// meanwhile); nothing spawns; acquires wait and time out, or are refused saturated
+// when the queue is full. A resize back up spawns for the waiter.
+TEST_F(isolation, resize_to_zero_holds_no_resource_an_acquire_times_out_and_a_resize_back_up_grants_a_waiter) {
+    auto o = options(2, 1);
+    o.max_waiters = 1;
+    auto pool = make_pool(o);
+    settle();
+    outcome a, b;
+    pool->async_acquire(record(a));
+    pool->async_acquire(record(b));
+    settle();
+    ASSERT_TRUE(a.lease);
+    ASSERT_TRUE(b.lease);
+    b.lease.release();  // one leased, one idle
+    settle();
+    const std::uint64_t spawns = pool->stats().spawns;
+    EXPECT_EQ(spawns, 2u);
+    ASSERT_FALSE(pool->resize(0, 0));
+    settle();
+    run_due();
+    pool_stats s = pool->stats();
+    EXPECT_EQ(s.resizes, 1u);
+    EXPECT_EQ(s.retired_resize, 1u);  // the idle one, at once
+    EXPECT_EQ(s.slots_idle, 0u);
+    EXPECT_EQ(s.slots_leased, 1u);
+    EXPECT_EQ(log_->closed, 1);
+    outcome w, full;
+    pool->async_acquire(10ms, record(w));
+    settle();
+    EXPECT_FALSE(w.done);
+    pool->async_acquire(record(full));
+    settle();
+    EXPECT_EQ(full.ec, make_error_code(error::saturated));  // max_waiters 1
+    a.lease.release();  // surplus: retired, not handed to w
+    settle();
+    run_due();
+    EXPECT_FALSE(w.done);
+    s = pool->stats();
+    EXPECT_EQ(s.retired_resize, 2u);
+    EXPECT_EQ(s.held, 0u);
+    EXPECT_EQ(s.queued_waiters, 1u);
+    EXPECT_EQ(s.spawns, spawns) << "a pool resized to 0 spawned";
+    advance(10ms);
+    ASSERT_TRUE(w.done);
+    EXPECT_EQ(w.ec, make_error_code(error::timeout));
+    EXPECT_FALSE(w.lease);
+    outcome x;
+    pool->async_acquire(record(x));
+    settle();
+    advance(1s);
+    EXPECT_FALSE(x.done);
+    EXPECT_EQ(pool->stats().spawns, spawns);
+    ASSERT_FALSE(pool->resize(2, 0));
+    settle();
+    ASSERT_TRUE(x.lease) << "the resize back up did not serve the waiter";
+    s = pool->stats();
+    EXPECT_EQ(s.spawns, spawns + 1);
+    EXPECT_EQ(s.rejected_timeout, 1u);
+    EXPECT_EQ(s.rejected_saturated, 1u);
+    EXPECT_EQ(s.resizes, 2u);
     EXPECT_EQ(log_->created, 3);
+    EXPECT_EQ(log_->destroyed, 2);
 }
 
 TEST_F(isolation, resizes_the_pool_has_not_taken_yet_coalesce_the_latest_winning) {
@@ -201,7 +281,8 @@ TEST_F(isolation, resize_after_shutdown_is_refused_closed) {
     run_due();
     EXPECT_TRUE(closed);
     EXPECT_EQ(pool->resize(1, 0), make_error_code(error::closed));
-    EXPECT_EQ(pool->resize(0, 0), make_error_code(error::bad_size));  // sizes are checked first
+    EXPECT_EQ(pool->resize(0, 0), make_error_code(error::closed));
+    EXPECT_EQ(pool->resize(0, 1), make_error_code(error::bad_size));  // sizes are checked first
     settle();
     EXPECT_EQ(pool->stats().resizes, 0u);
     EXPECT_EQ(log_->created, 1);
@@ -223,6 +304,145 @@ TEST(resize_request, a_resize_posted_before_the_shutdown_is_taken_and_none_after
     EXPECT_EQ(min_slots, 1u);
     EXPECT_FALSE(r.take(max_slots, min_slots));
     EXPECT_FALSE(r.post(1, 0));
+}
+
+// A resize to max_slots 0 and min_slots 0 is pending too (the word's pending bit).
+TEST(resize_request, a_resize_to_zero_is_taken) {
+    detail::resize_request r;
+    std::uint64_t max_slots = 9;
+    std::uint64_t min_slots = 9;
+    ASSERT_TRUE(r.post(0, 0));
+    ASSERT_TRUE(r.take(max_slots, min_slots)) << "a resize to 0 was lost";
+    EXPECT_EQ(max_slots, 0u);
+    EXPECT_EQ(min_slots, 0u);
+    EXPECT_FALSE(r.take(max_slots, min_slots));
+    ASSERT_TRUE(r.post(65535, 65535));
+    r.shut();
+    ASSERT_TRUE(r.take(max_slots, min_slots));
+    EXPECT_EQ(max_slots, 65535u);
+    EXPECT_EQ(min_slots, 65535u);
+}
+
+// --- Demand ------------------------------------------------------------------------
+
+// pool_stats::demand is slots_leased + slots_spawning + the eligible waiters: a waiter
+// behind its handle's lease cap is not counted (it could not take a free slot); a
+// waiter whose resource is being made counts, and so does that spawning slot.
+// active_weight sums the weights of the handles with a waiter, behind a cap or not.
+TEST_F(isolation, demand_counts_leased_spawning_and_eligible_waiters_exactly) {
+    auto pool = slow_pool(options(3, 0));
+    settle();
+    handle_options greedy_options;
+    greedy_options.weight = 2;
+    greedy_options.max_leases = 1;
+    auto greedy = pool->make_handle(greedy_options);
+    auto light = pool->make_handle(4);
+    outcome g1, g2, l1, l2;
+    greedy.async_acquire(record(g1));
+    settle();
+    pool_stats s = pool->stats();
+    EXPECT_EQ(s.slots_spawning, 1u);
+    EXPECT_EQ(s.queued_waiters, 1u);
+    EXPECT_EQ(s.demand, 2u);
+    EXPECT_EQ(s.active_weight, 2u);
+    advance(1s);
+    ASSERT_TRUE(g1.lease);
+    s = pool->stats();
+    EXPECT_EQ(s.demand, 1u);  // the lease
+    EXPECT_EQ(s.active_weight, 0u);
+    greedy.async_acquire(record(g2));
+    settle();
+    s = pool->stats();
+    EXPECT_EQ(s.queued_waiters, 1u);
+    EXPECT_EQ(s.waiters_behind_cap, 1u);
+    EXPECT_EQ(s.slots_spawning, 0u);  // nothing is made for a waiter behind its cap
+    EXPECT_EQ(s.demand, 1u) << "a waiter behind its cap was counted";
+    EXPECT_EQ(s.active_weight, 2u);
+    light.async_acquire(record(l1));
+    light.async_acquire(record(l2));
+    settle();
+    s = pool->stats();
+    EXPECT_EQ(s.slots_leased, 1u);
+    EXPECT_EQ(s.slots_spawning, 2u);
+    EXPECT_EQ(s.queued_waiters, 3u);
+    EXPECT_EQ(s.waiters_behind_cap, 1u);
+    EXPECT_EQ(s.demand, 1u + 2u + 2u);
+    EXPECT_EQ(s.active_weight, 2u + 4u);
+    advance(1s);
+    ASSERT_TRUE(l1.lease);
+    ASSERT_TRUE(l2.lease);
+    s = pool->stats();
+    EXPECT_EQ(s.demand, 3u);  // three leases; g2 still behind its cap
+    EXPECT_EQ(s.active_weight, 2u);
+    g1.lease.release();  // handed to g2: below its cap again
+    settle();
+    ASSERT_TRUE(g2.lease);
+    s = pool->stats();
+    EXPECT_EQ(s.demand, 3u);
+    EXPECT_EQ(s.queued_waiters, 0u);
+    EXPECT_EQ(s.active_weight, 0u);
+    g2.lease.release();
+    l1.lease.release();
+    l2.lease.release();
+    settle();
+    s = pool->stats();
+    EXPECT_EQ(s.slots_idle, 3u);
+    EXPECT_EQ(s.demand, 0u) << "idle resources are held, not demanded";
+    EXPECT_EQ(s.demand_peak, 5u);
+}
+
+// demand_peak is the highest demand published since the last take_demand_peak(): it
+// keeps the high-water mark when the load drops, reading stats() does not reset it,
+// and a take returns it and starts the next interval at the demand in force.
+TEST_F(isolation, demand_peak_keeps_the_high_water_mark_until_take_demand_peak_resets_it_to_the_demand_now) {
+    auto pool = slow_pool(options(2, 0));
+    settle();
+    EXPECT_EQ(pool->stats().demand_peak, 0u);
+    EXPECT_EQ(pool->take_demand_peak(), 0u);
+    outcome a, b, c;
+    pool->async_acquire(record(a));
+    settle();
+    EXPECT_EQ(pool->stats().demand, 2u);  // a waiter and its spawn
+    advance(1s);
+    ASSERT_TRUE(a.lease);
+    pool->async_acquire(record(b));
+    pool->async_acquire(record(c));
+    settle();
+    EXPECT_EQ(pool->stats().demand, 4u);  // a's lease, b's spawn, b and c queued
+    advance(1s);
+    ASSERT_TRUE(b.lease);
+    a.lease.release();  // handed to c
+    settle();
+    ASSERT_TRUE(c.lease);
+    pool_stats s = pool->stats();
+    EXPECT_EQ(s.demand, 2u);
+    EXPECT_EQ(s.demand_peak, 4u);
+    b.lease.release();
+    c.lease.release();
+    settle();
+    s = pool->stats();
+    EXPECT_EQ(s.demand, 0u);
+    EXPECT_EQ(s.demand_peak, 4u) << "the load dropped and the peak with it";
+    EXPECT_EQ(pool->stats().demand_peak, 4u) << "stats() reset the peak";
+    EXPECT_EQ(pool->take_demand_peak(), 4u);
+    EXPECT_EQ(pool->stats().demand_peak, 0u);
+    EXPECT_EQ(pool->take_demand_peak(), 0u);
+    outcome d;
+    pool->async_acquire(record(d));  // granted at once: both resources are idle
+    settle();
+    ASSERT_TRUE(d.lease);
+    EXPECT_EQ(pool->stats().demand_peak, 1u);
+    EXPECT_EQ(pool->take_demand_peak(), 1u);
+    s = pool->stats();
+    EXPECT_EQ(s.demand, 1u);
+    EXPECT_EQ(s.demand_peak, 1u) << "the new interval starts at the demand now, not at 0";
+    d.lease.release();
+    settle();
+    s = pool->stats();
+    EXPECT_EQ(s.demand, 0u);
+    EXPECT_EQ(s.demand_peak, 1u);
+    EXPECT_EQ(pool->take_demand_peak(), 1u);
+    EXPECT_EQ(pool->take_demand_peak(), 0u);
 }
 
 // One thread resizes until it is refused `closed` while another closes the pool: every

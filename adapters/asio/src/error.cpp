@@ -20,7 +20,7 @@ public:
             case error::busy: return "the pool's mailbox is full";
             case error::not_recording: return "the pool records nothing (pool_options::recording is not set)";
             case error::bad_size:
-                return "bad pool size: max_slots must be 1..slot_capacity and min_slots at most max_slots";
+                return "bad pool size: max_slots must be 0..slot_capacity and min_slots at most max_slots";
         }
         return "unknown fairpool error";
     }

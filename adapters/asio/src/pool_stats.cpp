@@ -1,5 +1,7 @@
 #include "fairpool/asio/detail/stats_conversion.hpp"
 
+#include <algorithm>
+
 namespace fairpool::detail {
 
 namespace {
@@ -11,7 +13,7 @@ std::uint64_t at(const std::array<std::uint64_t, N>& counts, Enum e) noexcept {
 
 }  // namespace
 
-pool_stats to_pool_stats(const core::stats& s) noexcept {
+pool_stats to_pool_stats(const core::stats& s, std::uint64_t demand_peak) noexcept {
     using core::reject_reason, core::retire_reason, core::slot_state;
     pool_stats p;
     p.acquires = s.acquires;
@@ -43,6 +45,7 @@ pool_stats to_pool_stats(const core::stats& s) noexcept {
     p.resizes = s.resizes;
     p.queued_waiters = s.queued_waiters;
     p.active_handles = s.active_handles;
+    p.active_weight = s.active_weight;
     p.waiters_behind_cap = s.waiters_behind_cap;
     p.handles_at_cap = s.handles_at_cap;
     p.slots_spawning = at(s.slots, slot_state::spawning);
@@ -52,6 +55,8 @@ pool_stats to_pool_stats(const core::stats& s) noexcept {
     p.slots_resetting = at(s.slots, slot_state::resetting);
     p.slots_retiring = at(s.slots, slot_state::retiring);
     p.held = p.slots_spawning + p.slots_idle + p.slots_leased + p.slots_checking + p.slots_resetting + p.slots_retiring;
+    p.demand = demand_of(s);  // slots_leased + slots_spawning + (queued_waiters - waiters_behind_cap)
+    p.demand_peak = std::max(demand_peak, p.demand);
     static_assert(std::tuple_size_v<decltype(p.wait_histogram)> == core::wait_histogram_buckets);
     p.wait_histogram = s.wait_histogram;
     return p;

@@ -23,7 +23,7 @@ enum class error {
     closed,         // the pool is shutting down or closed
     busy,           // the mailbox was full: nothing was queued, try again later
     not_recording,  // dump_recording on a pool without pool_options::recording
-    bad_size,       // pool.resize: max_slots not in 1..slot_capacity, or min_slots above it
+    bad_size,       // pool.resize: max_slots not in 0..slot_capacity, or min_slots above it
 };
 
 // What a caller tests for rather than a code.

@@ -178,9 +178,11 @@ public:
 
     // The pool's sizes from now on (docs/CONTRACT.md decision 16): shrinking retires
     // surplus idle resources at once and surplus leased ones when they come back;
-    // growing spawns as waiters and min_slots need. Checked here, on the caller's
-    // thread, before anything is sent: error::bad_size unless
-    // 1 <= max_slots <= options.slot_capacity and min_slots <= max_slots; error::closed
+    // growing spawns as waiters and min_slots need. max_slots 0 holds no resource:
+    // acquires wait (and time out, or are refused saturated when the queue is full) until
+    // a later resize gives them room. Checked here, on the caller's thread, before
+    // anything is sent: error::bad_size unless
+    // 0 <= max_slots <= options.slot_capacity and min_slots <= max_slots; error::closed
     // once the pool is shutting down. Success: the resize is in the mailbox (never
     // dropped; a later resize the pool has not yet taken replaces it).
     [[nodiscard]] boost::system::error_code resize(std::uint64_t max_slots, std::uint64_t min_slots) {
@@ -234,8 +236,19 @@ public:
     // The pool's statistics (pool_stats.hpp), from any thread. The pool never waits for
     // a reader; a reader of a busy pool that fails 16 lock-free attempts asks the pool
     // for a copy (behind a mutex shared only with such readers: docs/CONTRACT.md section 8).
-    [[nodiscard]] pool_stats stats() const noexcept { return detail::to_pool_stats(state()->stats()); }
+    [[nodiscard]] pool_stats stats() const noexcept {
+        const state_type& s = *state();
+        const std::uint64_t peak = s.demand_peak();
+        return detail::to_pool_stats(s.stats(), peak);
+    }
+    // The highest pool_stats::demand since the last call (or since the pool was made),
+    // at least the demand now, from any thread; starts a new interval, whose
+    // pool_stats::demand_peak starts at the demand now. For a budget that samples the
+    // pool's demand on a timer, so that a burst between two samples is not missed.
+    [[nodiscard]] std::uint64_t take_demand_peak() noexcept { return state()->take_demand_peak(); }
     [[nodiscard]] executor_type get_executor() const noexcept { return state()->get_executor(); }
+    // The most slots a resize may ask for (options.slot_capacity, or max_slots if unset).
+    [[nodiscard]] std::uint64_t slot_capacity() const noexcept { return state()->resources().slots.size(); }  // one per slot the resizes may use
 
     // The flight recorder (pool_options::recording). dump_recording blocks the caller
     // until the recorder's writer has drained what the pool recorded so far and written

@@ -33,6 +33,7 @@ struct pool_stats {
     // --- Gauges --------------------------------------------------------------------
     std::uint64_t queued_waiters = 0;
     std::uint64_t active_handles = 0;      // handles with a waiter queued
+    std::uint64_t active_weight = 0;       // their weights, summed (round robin shares grants by them)
     std::uint64_t waiters_behind_cap = 0;  // queued waiters of handles at their lease cap
     std::uint64_t handles_at_cap = 0;      // handles holding their max_leases
     // Slots by state; `held` is every slot with a resource or one on its way in or out
@@ -40,6 +41,15 @@ struct pool_stats {
     // of its backend's connections.
     std::uint64_t slots_spawning = 0, slots_idle = 0, slots_leased = 0, slots_checking = 0, slots_resetting = 0,
                   slots_retiring = 0, held = 0;
+    // What the pool's users ask of it now: slots_leased + slots_spawning + the eligible
+    // waiters (queued_waiters - waiters_behind_cap: a waiter behind its handle's lease
+    // cap could not take a slot if one were free, so it asks for none). A pool with
+    // more max_slots would hold about this many.
+    std::uint64_t demand = 0;
+    // The highest `demand` the pool has published (after each drain, and before each
+    // completion) since the last pool::take_demand_peak(), or since the pool was made;
+    // at least `demand`. Reading stats() does not reset it.
+    std::uint64_t demand_peak = 0;
 
     // --- Waits ---------------------------------------------------------------------
     // Time from acquire to grant, immediate grants included: bucket 0 holds waits of

@@ -50,9 +50,10 @@ inline constexpr std::uint32_t tick = 1U << 6;  // the deadline timer expired
 inline constexpr std::uint32_t resize = 1U << 7;
 }  // namespace command_kind
 
-// The sizes of a resize in one word (each at most core::max_slots_limit, and max_slots
-// at least 1: never 0, which means none pending), and whether the pool is shutting
-// down (the top bit): a resize and the shutdown decide their order in this one word.
+// The sizes of a resize in one word (each at most core::max_slots_limit, below bit 48),
+// whether one is pending (bit 62: a resize to max_slots 0 and min_slots 0 is a resize
+// too) and whether the pool is shutting down (the top bit): a resize and the shutdown
+// decide their order in this one word.
 // Once `shut` is set no resize is posted; a resize posted before it is taken by the
 // drain that feeds the shutdown, ahead of it, even if its own announcement comes
 // later (it then finds nothing to take). So a resize that was accepted is fed before
@@ -65,7 +66,7 @@ public:
         std::uint64_t w = word_.load(std::memory_order_relaxed);
         do {
             if ((w & shut_bit) != 0) return false;
-        } while (!word_.compare_exchange_weak(w, max_slots << 32 | min_slots, std::memory_order_release,
+        } while (!word_.compare_exchange_weak(w, pending_bit | max_slots << 32 | min_slots, std::memory_order_release,
                                               std::memory_order_relaxed));
         return true;
     }
@@ -74,12 +75,13 @@ public:
     // The drain: the latest sizes posted and not yet taken, if any.
     [[nodiscard]] bool take(std::uint64_t& max_slots, std::uint64_t& min_slots) noexcept {
         const std::uint64_t w = word_.fetch_and(shut_bit, std::memory_order_acquire) & ~shut_bit;
-        max_slots = w >> 32, min_slots = w & 0xffff'ffffU;
-        return w != 0;
+        max_slots = (w & ~pending_bit) >> 32, min_slots = w & 0xffff'ffffU;
+        return (w & pending_bit) != 0;
     }
 
 private:
     static constexpr std::uint64_t shut_bit = std::uint64_t{1} << 63;
+    static constexpr std::uint64_t pending_bit = std::uint64_t{1} << 62;
     std::atomic<std::uint64_t> word_{0};
 };
 

@@ -194,8 +194,40 @@ inline void pool_state<Resource, Clock, WaitTraits>::feed(const core::event& e) 
 // twice for the same counters.
 template <class Resource, class Clock, class WaitTraits>
 inline void pool_state<Resource, Clock, WaitTraits>::publish_counters() noexcept {
-    stats_.publish(core_.counters(), std::exchange(rare_counters_moved_, false), core_.take_touched_wait_buckets());
+    const core::stats& s = core_.counters();
+    stats_.publish(s, std::exchange(rare_counters_moved_, false), core_.take_touched_wait_buckets());
     counters_unpublished_ = false;
+    // The demand's high-water mark (pool_stats::demand_peak). In the steady state a load
+    // of the peak and a compare with an upper bound of the demand, leased + spawning +
+    // queued: 5 instructions (a load, three subtractions from memory, a branch), twice
+    // per round trip. The waiters behind a cap, which the demand leaves out, are
+    // subtracted only when that bound passes the peak (note_demand): the exact demand
+    // here cost 2 to 10 instructions more per round trip (bench/round_trip_instructions.py),
+    // more than the round trip's budget for this. So a pool whose waiters stay behind a
+    // cap pays a call more per publish. Signed: the gauges and the peak are far below 2^63.
+    using core::slot_state;
+    const auto slack = static_cast<std::int64_t>(demand_peak_.load(std::memory_order_relaxed)) -
+                       static_cast<std::int64_t>(s.slots[static_cast<std::size_t>(slot_state::leased)]) -
+                       static_cast<std::int64_t>(s.slots[static_cast<std::size_t>(slot_state::spawning)]) -
+                       static_cast<std::int64_t>(s.queued_waiters);
+    if (slack < 0) [[unlikely]]
+        note_demand();
+}
+
+// The bound passed the peak: the demand itself, raised into the peak if it passes it too
+// (out of line, so that the check above keeps nothing in registers for it).
+template <class Resource, class Clock, class WaitTraits>
+void pool_state<Resource, Clock, WaitTraits>::note_demand() noexcept {
+    if (const std::uint64_t demand = demand_of(core_.counters()); demand > demand_peak_.load(std::memory_order_relaxed))
+        raise_demand_peak(demand);
+}
+
+// A fetch-max: the actor and a taker (take_demand_peak) may both be here.
+template <class Resource, class Clock, class WaitTraits>
+void pool_state<Resource, Clock, WaitTraits>::raise_demand_peak(std::uint64_t demand) noexcept {
+    std::uint64_t peak = demand_peak_.load(std::memory_order_relaxed);
+    while (demand > peak && !demand_peak_.compare_exchange_weak(peak, demand, std::memory_order_relaxed)) {
+    }
 }
 
 // A grant counts in its handle's block, which the actor then keeps for the lease

@@ -46,6 +46,7 @@
 #include "fairpool/asio/detail/resources.hpp"
 #include "fairpool/asio/detail/slot_keeping.hpp"
 #include "fairpool/asio/detail/stats_board.hpp"
+#include "fairpool/asio/detail/stats_conversion.hpp"
 #include "fairpool/asio/error.hpp"
 #include "fairpool/asio/fwd.hpp"
 #include "fairpool/asio/options.hpp"
@@ -116,6 +117,21 @@ public:
         core::stats s = stats_.read();
         s.busy_rejections = admission_.busy_rejections();
         return s;
+    }
+    // pool_stats::demand_peak: the highest demand published since the last take (not yet
+    // raised to the current demand: to_pool_stats does that).
+    // A fetch-max of the peak: by the actor after a publish that exceeds it, by a taker.
+    [[gnu::noinline]] void raise_demand_peak(std::uint64_t demand) noexcept;
+    [[nodiscard]] std::uint64_t demand_peak() const noexcept { return demand_peak_.load(std::memory_order_relaxed); }
+    // pool.take_demand_peak: that peak, at least the demand published last; a new
+    // interval starts at that demand (raised by every later publish of a higher one). A
+    // publish that races the take counts in this interval, the next one, or both: none
+    // is lost.
+    [[nodiscard]] std::uint64_t take_demand_peak() noexcept {
+        const std::uint64_t peak = demand_peak_.exchange(0, std::memory_order_relaxed);
+        const std::uint64_t demand = demand_of(stats());
+        raise_demand_peak(demand);
+        return std::max(peak, demand);
     }
     [[nodiscard]] std::uint64_t new_handle_id() noexcept { return next_handle_.fetch_add(1, std::memory_order_relaxed); }
     [[nodiscard]] Resource& resource(std::uint32_t slot) noexcept { return *resources_.slots[slot]; }
@@ -256,8 +272,7 @@ public:
     // is sent) or the pool is shutting down; else in the mailbox, where a later resize
     // not yet taken replaces it, and which orders it against the shutdown (mailbox.hpp).
     [[nodiscard]] boost::system::error_code request_resize(std::uint64_t max_slots, std::uint64_t min_slots) noexcept {
-        if (max_slots < 1 || max_slots > slot_capacity() || min_slots > max_slots)
-            return make_error_code(error::bad_size);
+        if (max_slots > slot_capacity() || min_slots > max_slots) return make_error_code(error::bad_size);
         if (!mailbox_.resize.post(max_slots, min_slots)) return make_error_code(error::closed);
         this->announce(command_kind::resize);
         return {};
@@ -424,6 +439,7 @@ private:
     // One core step and its effects.
     void feed(const core::event& e);
     void publish_counters() noexcept;
+    [[gnu::noinline]] void note_demand() noexcept;
     void perform(const core::effect& f);
     [[gnu::noinline]] void perform_other(const core::effect& f);
     void complete_rejected(acquire_operation* op, const boost::system::error_code& ec);
@@ -469,6 +485,10 @@ private:
     mailbox mailbox_;
     operation_table operations_;
     stats_board stats_;
+    // The highest demand_of(published counters) since the last take_demand_peak(): the
+    // actor raises it (a fetch-max after a publish, only when it is exceeded), a taker
+    // sets it to the demand in force (an exchange, then a fetch-max).
+    std::atomic<std::uint64_t> demand_peak_{0};
     closing_type closing_;
     resource_slots<Resource> resources_;
 };
