@@ -203,11 +203,13 @@ figures run_s7a_static_split(world& w, scenario_timing) {
 figures run_s7b_immediate_shrink(world& w, scenario_timing t) {
     figures f = begin(w, "S7b", false);
     const auto t0 = clock_type::now();
-    w.start({.member = "a", .workers = 12, .hold_ms = 500, .report_grant_as_held = true});
+    // Statements of 2 s: a's surplus leases stay out for up to 2 s after its grant is
+    // lowered, well past b's grant (a refresh or two later) and b's logins.
+    w.start({.member = "a", .workers = 12, .hold_ms = 2000, .report_grant_as_held = true});
     f.converged = wait_fair(w, {{"a", 12}}, t0, t.converge_limit) >= 0;
     std::this_thread::sleep_for(w.refresh * 2);
-    w.start({.member = "b", .workers = 12, .hold_ms = 500, .report_grant_as_held = true});
-    std::this_thread::sleep_for(2s);
+    w.start({.member = "b", .workers = 12, .hold_ms = 2000, .report_grant_as_held = true});
+    std::this_thread::sleep_for(2500ms);
     finish(w, f);
     return f;
 }
