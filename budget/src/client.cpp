@@ -281,7 +281,8 @@ void budget_client::start() {
     i.publish();
     // The pool takes a size in its next drain; wait for it, unless this thread is one
     // the pool may need for that drain.
-    const auto* io = i.strand.get_inner_executor().target<asio::io_context::executor_type>();
+    const asio::any_io_executor inner = i.strand.get_inner_executor();  // a copy: target() points into it
+    const auto* io = inner.target<asio::io_context::executor_type>();
     if (i.target.resizes && !(io && io->running_in_this_thread())) {
         const auto until = clock_type::now() + std::chrono::seconds(1);
         while (i.target.resizes() == before && clock_type::now() < until) std::this_thread::sleep_for(std::chrono::microseconds(100));
