@@ -63,27 +63,55 @@ void append_prometheus(std::string& out, std::span<const budget_client* const> c
     stats.reserve(clients.size());
     for (const auto* c : clients) stats.push_back(c->stats());
     const auto* s = stats.data();
-    const auto n = [](std::uint64_t v) { return std::to_string(v); };
-    family(out, clients, s, "fairpool_budget_limit", "gauge", "The pool's max_slots as the budget client last set it.",
-           [&](const budget_stats& b) { return n(b.limit); });
-    family(out, clients, s, "fairpool_budget_grant", "gauge", "The last grant from the budget's allocator.",
-           [&](const budget_stats& b) { return n(b.grant); });
-    family(out, clients, s, "fairpool_budget_target", "gauge", "This member's weighted max-min fair share of the budget.",
-           [&](const budget_stats& b) { return n(b.target); });
-    family(out, clients, s, "fairpool_budget_demand", "gauge", "The demand the last refresh sent (peak since the one before).",
-           [&](const budget_stats& b) { return n(b.demand); });
-    family(out, clients, s, "fairpool_budget_weight", "gauge", "The weight the last refresh sent.",
-           [&](const budget_stats& b) { return n(b.weight); });
-    family(out, clients, s, "fairpool_budget_held", "gauge", "Connections held (live and retiring) as the last refresh sent.",
-           [&](const budget_stats& b) { return n(b.held); });
-    family(out, clients, s, "fairpool_budget_fleet_committed", "gauge",
-           "Connections committed across the fleet as the last refresh saw it.",
-           [&](const budget_stats& b) { return n(b.fleet_committed); });
-    family(out, clients, s, "fairpool_budget_members_live", "gauge", "Live members as the last refresh saw them.",
-           [&](const budget_stats& b) { return n(b.members_live); });
-    family(out, clients, s, "fairpool_budget_violations", "gauge",
-           "The allocator's count of runs that found more committed than the budget.",
-           [&](const budget_stats& b) { return n(b.violations); });
+    // Families of a count, and of a duration in seconds, in the order they are written.
+    struct count_family {
+        const char* name;
+        const char* type;
+        const char* help;
+        std::uint64_t budget_stats::*field;
+    };
+    struct seconds_family {
+        const char* name;
+        const char* type;
+        const char* help;
+        std::chrono::nanoseconds budget_stats::*field;
+    };
+    static constexpr count_family gauges[] = {
+        {"fairpool_budget_limit", "gauge", "The pool's max_slots as the budget client last set it.", &budget_stats::limit},
+        {"fairpool_budget_grant", "gauge", "The last grant from the budget's allocator.", &budget_stats::grant},
+        {"fairpool_budget_target", "gauge", "This member's weighted max-min fair share of the budget.",
+         &budget_stats::target},
+        {"fairpool_budget_demand", "gauge", "The demand the last refresh sent (peak since the one before).",
+         &budget_stats::demand},
+        {"fairpool_budget_weight", "gauge", "The weight the last refresh sent.", &budget_stats::weight},
+        {"fairpool_budget_held", "gauge", "Connections held (live and retiring) as the last refresh sent.",
+         &budget_stats::held},
+        {"fairpool_budget_fleet_committed", "gauge", "Connections committed across the fleet as the last refresh saw it.",
+         &budget_stats::fleet_committed},
+        {"fairpool_budget_members_live", "gauge", "Live members as the last refresh saw them.",
+         &budget_stats::members_live},
+        {"fairpool_budget_violations", "gauge", "The allocator's count of runs that found more committed than the budget.",
+         &budget_stats::violations},
+    };
+    static constexpr count_family counters[] = {
+        {"fairpool_budget_refreshes_total", "counter", "Refreshes Redis answered.", &budget_stats::refreshes},
+        {"fairpool_budget_refresh_failures_total", "counter",
+         "Refreshes that failed (timeout, broken connection, an error reply).", &budget_stats::refresh_failures},
+        {"fairpool_budget_connects_total", "counter", "Connections made to Redis.", &budget_stats::connects},
+        {"fairpool_budget_connect_failures_total", "counter", "Connects to Redis that failed.",
+         &budget_stats::connect_failures},
+    };
+    static constexpr seconds_family latencies[] = {
+        {"fairpool_budget_refresh_seconds_total", "counter", "Sum of the refreshes' round trips.",
+         &budget_stats::latency_total},
+        {"fairpool_budget_refresh_seconds_max", "gauge", "The longest refresh round trip.", &budget_stats::latency_max},
+    };
+    const auto counts = [&](std::span<const count_family> families) {
+        for (const auto& f : families)
+            family(out, clients, s, f.name, f.type, f.help,
+                   [&](const budget_stats& b) { return std::to_string(b.*f.field); });
+    };
+    counts(gauges);
     family(out, clients, s, "fairpool_budget_lease_left_seconds", "gauge", "Time left on the lease by this member's clock.",
            [&](const budget_stats& b) { return seconds(b.lease_left); });
     out += "# HELP fairpool_budget_state 1 for the state the budget client is in, 0 for the others.\n"
@@ -98,19 +126,9 @@ void append_prometheus(std::string& out, std::span<const budget_client* const> c
             out += "\"} ";
             out += s[i].state == st ? "1\n" : "0\n";
         }
-    family(out, clients, s, "fairpool_budget_refreshes_total", "counter", "Refreshes Redis answered.",
-           [&](const budget_stats& b) { return n(b.refreshes); });
-    family(out, clients, s, "fairpool_budget_refresh_failures_total", "counter",
-           "Refreshes that failed (timeout, broken connection, an error reply).",
-           [&](const budget_stats& b) { return n(b.refresh_failures); });
-    family(out, clients, s, "fairpool_budget_connects_total", "counter", "Connections made to Redis.",
-           [&](const budget_stats& b) { return n(b.connects); });
-    family(out, clients, s, "fairpool_budget_connect_failures_total", "counter", "Connects to Redis that failed.",
-           [&](const budget_stats& b) { return n(b.connect_failures); });
-    family(out, clients, s, "fairpool_budget_refresh_seconds_total", "counter", "Sum of the refreshes' round trips.",
-           [&](const budget_stats& b) { return seconds(b.latency_total); });
-    family(out, clients, s, "fairpool_budget_refresh_seconds_max", "gauge", "The longest refresh round trip.",
-           [&](const budget_stats& b) { return seconds(b.latency_max); });
+    counts(counters);
+    for (const auto& f : latencies)
+        family(out, clients, s, f.name, f.type, f.help, [&](const budget_stats& b) { return seconds(b.*f.field); });
 }
 
 void budget_client::append_prometheus(std::string& out) const {

@@ -248,7 +248,7 @@ public:
     [[nodiscard]] std::uint64_t take_demand_peak() noexcept { return state()->take_demand_peak(); }
     [[nodiscard]] executor_type get_executor() const noexcept { return state()->get_executor(); }
     // The most slots a resize may ask for (options.slot_capacity, or max_slots if unset).
-    [[nodiscard]] std::uint64_t slot_capacity() const noexcept { return state()->resources().slots.size(); }  // one per slot the resizes may use
+    [[nodiscard]] std::uint64_t slot_capacity() const noexcept { return state()->resize_capacity(); }
 
     // The flight recorder (pool_options::recording). dump_recording blocks the caller
     // until the recorder's writer has drained what the pool recorded so far and written

@@ -108,6 +108,8 @@ public:
     }
 
     [[nodiscard]] executor_type get_executor() const noexcept { return executor_; }
+    // The most slots a resize may ask for (pool::slot_capacity).
+    [[nodiscard]] std::uint32_t resize_capacity() const noexcept { return slot_capacity(); }
 
     // Diagnostics (with the actor's drains_posted and drains_run): commands fed to the core.
     [[nodiscard]] std::uint64_t commands_fed() const noexcept { return commands_fed_.load(std::memory_order_relaxed); }
