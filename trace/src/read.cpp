@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "fairpool/core/scheduler.hpp"
+#include "fairpool/trace/binary.hpp"
 #include "schema.hpp"
 
 namespace fairpool::trace {
@@ -505,6 +506,11 @@ read_result read_lines(ForEachLine for_each_line) {
 }  // namespace
 
 read_result read(std::istream& in) {
+    if (in.peek() == static_cast<unsigned char>(v3::magic[0])) {  // binary: read whole
+        std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        if (in.bad()) return read_error{0, "read error", true};
+        return v3::read(bytes, false);
+    }
     return read_lines([&in](const auto& feed) {
         exception_mask_guard guard(in);
         std::string text;
@@ -514,6 +520,7 @@ read_result read(std::istream& in) {
 }
 
 read_result read(const std::string& text) {
+    if (v3::is_binary(text)) return v3::read(text, false);
     return read_lines([&text](const auto& feed) {
         std::string_view rest = text;
         while (!rest.empty()) {

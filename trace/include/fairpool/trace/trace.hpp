@@ -15,6 +15,15 @@ namespace fairpool::trace {
 
 inline constexpr const char* header = "fairpool-trace v1";     // the first record of a v1 trace
 inline constexpr const char* header_v2 = "fairpool-trace v2";  // of a v2 trace (section 7.2)
+// (a v3 trace is binary: fairpool/trace/binary.hpp, section 7.3)
+
+// Where something is in a trace file, as messages name it: "FILE:LINE: " in a text
+// trace (v1, v2), "FILE: byte OFFSET: " in a binary one (v3), whose positions are
+// byte offsets.
+[[nodiscard]] inline std::string where(const std::string& file, int version, std::size_t position) {
+    if (version >= 3) return file + ": byte " + std::to_string(position) + ": ";
+    return file + ":" + std::to_string(position) + ": ";
+}
 
 struct recorded_effect {
     core::effect effect;
@@ -49,7 +58,7 @@ struct gap_info {
 };
 
 struct trace {
-    int version = 1;      // 1 or 2
+    int version = 1;      // 1 or 2; 3 when read from a binary file (every `line` is then a byte offset)
     core::config config;  // as read (optional fields unset unless given)
     std::optional<segment_info> segment;    // v2 only
     std::vector<snapshot_line> snapshot;    // v2 only: empty, or begin … end
