@@ -25,6 +25,7 @@
 #include <thread>
 
 #include "fixture.hpp"
+#include "fairpool/trace/binary.hpp"
 #include "recording_check.hpp"
 
 namespace fairpool::testing {
@@ -32,8 +33,11 @@ namespace {
 
 namespace fs = std::filesystem;
 
-class recorder : public adapter {
+// Every recorder test runs twice: the binary format (v3, the default) and text (v2).
+class recorder : public adapter, public ::testing::WithParamInterface<recording_format> {
 protected:
+    [[nodiscard]] bool text() const { return GetParam() == recording_format::text; }
+
     // `n` acquire → grant → release cycles (each two events), settled.
     void cycles(test_pool& pool, int n) {
         for (int i = 0; i < n; ++i) {
@@ -56,8 +60,10 @@ protected:
         ASSERT_TRUE(lifetime.expired());
     }
 
-    static recorder_options in_directory(const fs::path& dir, std::uint64_t segment_events, std::uint32_t keep) {
+    [[nodiscard]] recorder_options in_directory(const fs::path& dir, std::uint64_t segment_events,
+                                                std::uint32_t keep) const {
         recorder_options r;
+        r.format = GetParam();
         r.directory = dir;
         r.segment_events = segment_events;
         r.keep_segments = keep;
@@ -75,14 +81,15 @@ protected:
 
 // Segments are numbered, consecutive, of segment_events events each, each starting with
 // the config and a snapshot; segment N's events_before is the events before it.
-void expect_consecutive(const std::vector<fs::path>& files, std::uint64_t first, std::uint64_t segment_events) {
+void expect_consecutive(const std::vector<fs::path>& files, std::uint64_t first, std::uint64_t segment_events,
+                        int version) {
     std::uint64_t number = first;
     std::optional<std::uint64_t> events_before;
     for (const fs::path& f : files) {
         SCOPED_TRACE(f.string());
         EXPECT_EQ(f.filename().string(), detail::flight_writer::file_name(number));
         const trace::trace t = read_segment(f);
-        EXPECT_EQ(t.version, 2);
+        EXPECT_EQ(t.version, version);
         ASSERT_TRUE(t.segment);
         EXPECT_EQ(t.segment->number, number);
         EXPECT_FALSE(t.snapshot.empty());
@@ -135,7 +142,7 @@ struct int_pool {
     fairpool::pool<int> pool;
 };
 
-TEST_F(recorder, segments_roll_every_segment_events_and_only_the_last_keep_segments_stay) {
+TEST_P(recorder, segments_roll_every_segment_events_and_only_the_last_keep_segments_stay) {
     scratch_directory recording;
     pool_options o = options(1, 1);
     o.recording = in_directory(recording.path(), 5, 3);
@@ -154,11 +161,11 @@ TEST_F(recorder, segments_roll_every_segment_events_and_only_the_last_keep_segme
     ASSERT_TRUE(last.segment);
     EXPECT_EQ(last.segment->number, 8u);
     EXPECT_EQ(last.steps.size(), 4u);
-    expect_consecutive(files, 6, 5);
+    expect_consecutive(files, 6, 5, text() ? 2 : 3);
     expect_each_and_chain_replay(recording.path());
 }
 
-TEST_F(recorder, a_recording_found_at_start_is_moved_into_previous) {
+TEST_P(recorder, a_recording_found_at_start_is_moved_into_previous) {
     scratch_directory recording;
     {
         std::ofstream(recording / "segment-00000007.trace") << "an earlier run's\n";
@@ -174,12 +181,13 @@ TEST_F(recorder, a_recording_found_at_start_is_moved_into_previous) {
     EXPECT_EQ(files.front().filename(), "segment-00000000.trace");
 }
 
-TEST_F(recorder, memory_only_keeps_the_last_two_segments_and_dumps_them_on_request) {
+TEST_P(recorder, memory_only_keeps_the_last_two_segments_and_dumps_them_on_request) {
     scratch_directory dump;
     pool_options o = options(1, 1);
     recorder_options r;
     r.memory_only = true;
     r.segment_events = 10;
+    r.format = GetParam();
     o.recording = r;
     auto pool = make_pool(o);
     settle();
@@ -187,7 +195,7 @@ TEST_F(recorder, memory_only_keeps_the_last_two_segments_and_dumps_them_on_reque
     ASSERT_FALSE(pool->dump_recording(dump.path()));
     const auto files = segment_files(dump.path());
     ASSERT_EQ(files.size(), 2u);
-    expect_consecutive(files, 3, 10);
+    expect_consecutive(files, 3, 10, text() ? 2 : 3);
     EXPECT_EQ(read_segment(files.back()).steps.size(), 2u);
     // The last segment_events events at least, and the snapshot before them.
     expect_each_and_chain_replay(dump.path());
@@ -198,7 +206,7 @@ TEST_F(recorder, memory_only_keeps_the_last_two_segments_and_dumps_them_on_reque
     EXPECT_EQ(status->write_errors, 0u);
 }
 
-TEST_F(recorder, a_directory_recording_is_dumped_as_copies_of_the_retained_files) {
+TEST_P(recorder, a_directory_recording_is_dumped_as_copies_of_the_retained_files) {
     scratch_directory recording, dump;
     pool_options o = options(1, 1);
     o.recording = in_directory(recording.path(), 10, 2);
@@ -208,12 +216,12 @@ TEST_F(recorder, a_directory_recording_is_dumped_as_copies_of_the_retained_files
     ASSERT_FALSE(pool->dump_recording(dump.path()));
     const auto files = segment_files(dump.path());
     ASSERT_EQ(files.size(), 2u);
-    expect_consecutive(files, 3, 10);
+    expect_consecutive(files, 3, 10, text() ? 2 : 3);
     EXPECT_EQ(read_segment(files.back()).steps.size(), 2u);  // the current one, flushed
     EXPECT_EQ(pool->dump_recording(recording.path()), boost::system::errc::invalid_argument);
 }
 
-TEST_F(recorder, dumping_a_pool_that_does_not_record_is_an_error) {
+TEST_P(recorder, dumping_a_pool_that_does_not_record_is_an_error) {
     scratch_directory dump;
     auto pool = make_pool(options(1, 1));
     settle();
@@ -226,7 +234,7 @@ TEST_F(recorder, dumping_a_pool_that_does_not_record_is_an_error) {
 // actor drops what does not fit and counts it. A dump drains the ring; the next step
 // finds room again and pushes the gap and a fresh segment; the end of the pool pushes
 // the second gap.
-TEST_F(recorder, a_stalled_writer_gives_a_gap_with_the_exact_count_then_a_fresh_snapshot) {
+TEST_P(recorder, a_stalled_writer_gives_a_gap_with_the_exact_count_then_a_fresh_snapshot) {
     scratch_directory recording, dump;
     pool_options o = options(1, 1);
     o.max_waiters = 2;  // a small snapshot: the ring's room beyond it is 8 + 4 records
@@ -261,7 +269,9 @@ TEST_F(recorder, a_stalled_writer_gives_a_gap_with_the_exact_count_then_a_fresh_
     EXPECT_EQ(fed_at_dump + second.steps.size() + second.gap->events, fed_at_end + 2);  // + shutdown, retired
     replay_segment(first, files[0].string());
     replay_segment(second, files[1].string());
-    EXPECT_NE(file_text(files[0]).find("\ngap events=" + std::to_string(first.gap->events) + "\n"), std::string::npos);
+    if (text()) {
+        EXPECT_NE(file_text(files[0]).find("\ngap events=" + std::to_string(first.gap->events) + "\n"), std::string::npos);
+    }
 
     const std::string tool = replay_tool();
     if (tool.empty()) GTEST_SKIP() << "FAIRPOOL_REPLAY does not name fairpool-replay";
@@ -278,7 +288,7 @@ TEST_F(recorder, a_stalled_writer_gives_a_gap_with_the_exact_count_then_a_fresh_
         << printed;
 }
 
-TEST_F(recorder, a_writer_that_cannot_write_stops_and_says_why_and_the_pool_runs_on) {
+TEST_P(recorder, a_writer_that_cannot_write_stops_and_says_why_and_the_pool_runs_on) {
     scratch_directory scratch;
     { std::ofstream(scratch / "a-file") << "not a directory\n"; }
     pool_options o = options(1, 1);
@@ -301,7 +311,7 @@ TEST_F(recorder, a_writer_that_cannot_write_stops_and_says_why_and_the_pool_runs
 // fails with EFBIG): the write that fails is cut back out of the file, which stays a
 // valid trace ending at its last whole step; events_written counts the steps in it;
 // dump_recording copies it and succeeds.
-TEST_F(recorder, a_write_that_fails_is_cut_back_to_the_last_whole_step) {
+TEST_P(recorder, a_write_that_fails_is_cut_back_to_the_last_whole_step) {
     scratch_directory recording, dump, report;
     constexpr rlim_t limit = 16 * 1024;
     const int status = in_child_process([&] {
@@ -338,7 +348,9 @@ TEST_F(recorder, a_write_that_fails_is_cut_back_to_the_last_whole_step) {
     const std::string text = file_text(file);
     EXPECT_LE(text.size(), limit);
     EXPECT_GT(text.size(), limit - 4 * 1024) << "cut back by one dump's write only";
-    EXPECT_TRUE(text.ends_with("\n"));
+    if (this->text()) {
+        EXPECT_TRUE(text.ends_with("\n"));
+    }
     const trace::trace t = read_segment(file);
     EXPECT_EQ(t.steps.size(), events_written);
     EXPECT_FALSE(t.gap);
@@ -395,7 +407,7 @@ public:
 // it is, cut where the failed write began (a hole: a line starting with a NUL byte,
 // CONTRACT section 7.2, "Cut files"), and written no more. The status says so, and its
 // counters are what the file holds whole: what fairpool-replay replays, up to the cut.
-TEST_F(recorder, a_write_that_fails_and_cannot_be_cut_back_leaves_the_file_cut_and_the_status_says_so) {
+TEST_P(recorder, a_write_that_fails_and_cannot_be_cut_back_leaves_the_file_cut_and_the_status_says_so) {
     scratch_directory recording, first_dump, dump, last_dump;
     pool_options o = options(1, 1);
     recorder_options r = in_directory(recording.path(), 1'000'000, 8);
@@ -437,17 +449,23 @@ TEST_F(recorder, a_write_that_fails_and_cannot_be_cut_back_leaves_the_file_cut_a
     const std::string text = file_text(file);
     ASSERT_EQ(text.size(), whole.size() + torn);
     EXPECT_EQ(text.substr(0, whole.size()), whole);
-    EXPECT_EQ(text[whole.size()], '\0');
-    EXPECT_EQ(text.find('\0'), whole.size());
+    if (this->text()) {  // the text writer's batch: its first byte (written last) a hole
+        EXPECT_EQ(text[whole.size()], '\0');
+        EXPECT_EQ(text.find('\0'), whole.size());
+    } else {  // a binary block is one write: the torn tail is a prefix of it, its kind byte first
+        EXPECT_EQ(text[whole.size()], '\1');
+    }
     EXPECT_EQ(file_text(dump / detail::flight_writer::file_name(0)), text);
     EXPECT_EQ(file_text(last_dump / detail::flight_writer::file_name(0)), text);
     const std::string tool = replay_tool();
     if (tool.empty()) GTEST_SKIP() << "FAIRPOOL_REPLAY does not name fairpool-replay";
-    const std::string cut_line = std::to_string(std::count(whole.begin(), whole.end(), '\n') + 1);
+    const std::string cut_at = this->text()
+                                   ? ":" + std::to_string(std::count(whole.begin(), whole.end(), '\n') + 1) + ": cut: "
+                                   : ": byte " + std::to_string(whole.size()) + ": cut: ";
     for (const fs::path& target : {recording.path(), file, dump.path()}) {
         const auto [replayed, printed] = run_replay_check(tool, target);
         EXPECT_EQ(replayed, 0) << printed;
-        EXPECT_NE(printed.find(detail::flight_writer::file_name(0) + ":" + cut_line + ": cut: "), std::string::npos)
+        EXPECT_NE(printed.find(detail::flight_writer::file_name(0) + cut_at), std::string::npos)
             << printed;
         EXPECT_NE(printed.find(": ok, 42 events"), std::string::npos) << printed;
     }
@@ -471,7 +489,7 @@ void killed_as_it_grows(pid_t child, const fs::path& dir, int times) {
 // A busy pool's process killed (SIGKILL) as its writer writes, again and again at other
 // moments: every segment file it leaves replays with the recorded effects, on its own
 // and as a chain (the last one up to its last whole step).
-TEST_F(recorder, a_process_killed_while_its_writer_writes_leaves_a_recording_that_replays) {
+TEST_P(recorder, a_process_killed_while_its_writer_writes_leaves_a_recording_that_replays) {
     const std::string tool = replay_tool();
     if (tool.empty()) GTEST_SKIP() << "FAIRPOOL_REPLAY does not name fairpool-replay";
     int checked = 0;
@@ -497,7 +515,17 @@ TEST_F(recorder, a_process_killed_while_its_writer_writes_leaves_a_recording_tha
         // (its first byte is written last: 0 in the hole): nothing was recorded.
         const auto started = [](const fs::path& f) {
             const std::string text = file_text(f);
+            if (trace::v3::is_binary(text)) {  // its header whole
+                std::optional<std::size_t> cut;
+                return !std::holds_alternative<trace::read_error>(trace::v3::read(text, true, &cut)) || cut != 0u;
+            }
             return !text.empty() && text.front() != '\0';
+        };
+        const auto has_gap = [](const fs::path& f) {
+            const std::string text = file_text(f);
+            if (!trace::v3::is_binary(text)) return text.find("\ngap events=") != std::string::npos;
+            const auto read = trace::v3::read(text, true);
+            return std::holds_alternative<trace::trace>(read) && std::get<trace::trace>(read).gap.has_value();
         };
         if (files.empty() || (files.size() == 1 && !started(files[0]))) continue;
         // A gap breaks the recording (the writer may fall behind the busy pool): the
@@ -505,7 +533,7 @@ TEST_F(recorder, a_process_killed_while_its_writer_writes_leaves_a_recording_tha
         // (the directory when there is no gap), the last one up to its last whole step.
         std::size_t after_gap = 0;
         for (std::size_t i = 0; i < files.size(); ++i)
-            if (file_text(files[i]).find("\ngap events=") != std::string::npos) after_gap = i + 1;
+            if (has_gap(files[i])) after_gap = i + 1;
         for (std::size_t i = 0; i < after_gap; ++i) {
             const auto [replayed, printed] = run_replay_check(tool, files[i]);
             EXPECT_EQ(replayed, 0) << printed;
@@ -595,7 +623,7 @@ TEST(recording_files, segments_past_99999999_come_in_number_order) {
                                      dir / "segment-100000000.trace", dir / "segment-1000000000.trace"}));
 }
 
-TEST_F(recorder, invalid_recorder_options_are_refused_naming_the_field) {
+TEST_P(recorder, invalid_recorder_options_are_refused_naming_the_field) {
     const auto refusal = [](const recorder_options& r) {
         pool_options o;
         o.max_slots = 1;
@@ -637,6 +665,11 @@ TEST_F(recorder, invalid_recorder_options_are_refused_naming_the_field) {
         EXPECT_NE(std::string(e.what()).find("recording.segment_events"), std::string::npos) << e.what();
     }
 }
+
+INSTANTIATE_TEST_SUITE_P(formats, recorder, ::testing::Values(recording_format::binary, recording_format::text),
+                         [](const ::testing::TestParamInfo<recording_format>& i) {
+                             return i.param == recording_format::binary ? "binary" : "text";
+                         });
 
 }  // namespace
 }  // namespace fairpool::testing

@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "fairpool/core/scheduler.hpp"
+#include "fairpool/trace/binary.hpp"
 #include "fairpool/trace/format.hpp"
 #include "fairpool/trace/read.hpp"
 #include "fairpool/trace/segment_order.hpp"
@@ -21,7 +22,8 @@ namespace fairpool::replay {
 
 namespace {
 
-std::string at(const std::string& file, std::size_t line) { return file + ":" + std::to_string(line) + ": "; }
+// "FILE:LINE: " in a text trace, "FILE: byte OFFSET: " in a binary one.
+std::string at(const input& in, std::size_t position) { return trace::where(in.file, in.trace.version, position); }
 
 std::string name_of(const std::string& path) { return path == "-" ? "<stdin>" : path; }
 
@@ -85,6 +87,31 @@ bool cut_in_its_start(std::string_view kept, const trace::read_result& read) {
 
 struct left_out {};
 
+constexpr const char* cut_notice =
+    "cut: the recording stops in the middle of a write here (its process ended while writing, or the write failed "
+    "and could not be cut back); what comes before is replayed";
+constexpr const char* cut_in_start =
+    ": cut before its first event (its process ended while writing the segment's start, or that write failed and the "
+    "file could not be removed)";
+
+// The last file of a recording in v3 (section 7.3): a torn tail is cut at the last whole
+// block, with a notice; a file cut in its header is left out of a chain, or refused alone.
+std::variant<input, input_error, left_out> read_last_binary(const std::string& file, std::string_view whole,
+                                                           bool after_others, std::vector<std::string>& notices) {
+    std::optional<std::size_t> cut;
+    auto read = trace::v3::read(whole, true, &cut);
+    if (auto* error = std::get_if<trace::read_error>(&read)) {
+        if (cut && *cut == 0 && after_others) {
+            notices.push_back(file + cut_in_start + "; left out of the recording");
+            return left_out{};
+        }
+        if (cut && *cut == 0) return input_error{file + cut_in_start + ": nothing to replay"};
+        return input_error{error->describe(file)};
+    }
+    if (cut) notices.push_back(trace::where(file, 3, *cut) + cut_notice);
+    return input{file, std::move(std::get<trace::trace>(read))};
+}
+
 // The last file of a recording, which its recorder may have been writing when its
 // process died (section 7.2, "Cut files"): a segment cut in the middle of a write is read
 // up to the cut, with a notice; one cut before its first event is left out of a chain
@@ -101,20 +128,15 @@ std::variant<input, input_error, left_out> read_last(const std::string& path, bo
     if (auto* e = std::get_if<input_error>(&text)) return std::move(*e);
     const std::string_view whole = std::get<std::string>(text);
     const std::string file = name_of(path);
+    if (trace::v3::is_binary(whole)) return read_last_binary(file, whole, after_others, notices);
     if (const auto cut = cut_in(whole)) {
         const std::string_view kept = whole.substr(0, *cut);
         auto read = trace::read(std::string(kept));
         if (const auto* t = std::get_if<trace::trace>(&read); t && t->segment) {
-            notices.push_back(file + ":" + std::to_string(line_at(whole, *cut)) +
-                              ": cut: the recording stops in the middle of a write here (its process ended while "
-                              "writing, or the write failed and could not be cut back); what comes before is "
-                              "replayed");
+            notices.push_back(file + ":" + std::to_string(line_at(whole, *cut)) + ": " + cut_notice);
             return as_last(parsed(file, std::move(read)));
         }
-        const std::string start_cut =
-            file +
-            ": cut before its first event (its process ended while writing the segment's start, or that write failed "
-            "and the file could not be removed)";
+        const std::string start_cut = file + cut_in_start;
         const bool in_its_start = cut_in_its_start(kept, read);
         if (in_its_start && after_others) {
             notices.push_back(start_cut + "; left out of the recording");
@@ -164,7 +186,7 @@ std::optional<input_error> continues(const core::scheduler& s, const input& prev
         const core::snapshot_record* got = i < recorded.size() ? &recorded[i].record : nullptr;
         if (want && got && *want == *got) continue;
         const std::size_t line = got ? recorded[i].line : recorded.back().line + 1;
-        return input_error{at(next.file, line) + "segment " + std::to_string(next.trace.segment->number) +
+        return input_error{at(next, line) + "segment " + std::to_string(next.trace.segment->number) +
                                " does not continue segment " + std::to_string(previous.trace.segment->number) +
                                ": its snapshot has " + quoted(got) + ", the state after segment " +
                                std::to_string(previous.trace.segment->number) + " (" + previous.file + ") has " +
@@ -178,26 +200,26 @@ std::optional<input_error> continues(const core::scheduler& s, const input& prev
 std::optional<input_error> not_next(const input& previous, const input& next) {
     const trace::trace& t = next.trace;
     if (!t.segment)
-        return input_error{at(next.file, t.config_line) +
+        return input_error{at(next, t.config_line) +
                            "not a segment (no 'segment' record): several traces replay only as consecutive segments"};
     if (!(t.config.resolved() == previous.trace.config.resolved()))
-        return input_error{at(next.file, t.config_line) + "the config differs from segment " +
+        return input_error{at(next, t.config_line) + "the config differs from segment " +
                            std::to_string(previous.trace.segment->number) + "'s (" + previous.file + ")"};
     const trace::segment_info& before = *previous.trace.segment;
     if (t.segment->number != before.number + 1)
-        return input_error{at(next.file, t.segment->line) + "segment " + std::to_string(t.segment->number) +
+        return input_error{at(next, t.segment->line) + "segment " + std::to_string(t.segment->number) +
                            " follows segment " + std::to_string(before.number) + " (" + previous.file +
                            "): segments must be consecutive"};
     if (const auto& gap = previous.trace.gap)
-        return input_error{at(previous.file, gap->line) + "gap: " + std::to_string(gap->events) +
+        return input_error{at(previous, gap->line) + "gap: " + std::to_string(gap->events) +
                            " events were lost here; the recording cannot be replayed across it"};
     const std::uint64_t events = before.events_before + previous.trace.steps.size();
     if (t.segment->events_before != events)
-        return input_error{at(next.file, t.segment->line) + "segment " + std::to_string(t.segment->number) +
+        return input_error{at(next, t.segment->line) + "segment " + std::to_string(t.segment->number) +
                            " says " + std::to_string(t.segment->events_before) + " events came before it, but segment " +
                            std::to_string(before.number) + " ends after " + std::to_string(events)};
     if (t.snapshot.empty())
-        return input_error{at(next.file, t.segment->line) + "segment " + std::to_string(t.segment->number) +
+        return input_error{at(next, t.segment->line) + "segment " + std::to_string(t.segment->number) +
                            " has no snapshot (every segment after the first starts with one)"};
     return std::nullopt;
 }
@@ -233,7 +255,7 @@ std::variant<inputs, input_error> read_inputs(const std::vector<std::string>& pa
 
 std::variant<chain, input_error> link(std::vector<input> inputs, bool checking) {
     if (inputs.size() > 1 && !inputs.front().trace.segment)
-        return input_error{at(inputs.front().file, inputs.front().trace.config_line) +
+        return input_error{at(inputs.front(), inputs.front().trace.config_line) +
                            "not a segment (no 'segment' record): several traces replay only as consecutive segments"};
     for (std::size_t i = 1; i < inputs.size(); ++i)
         if (auto e = not_next(inputs[i - 1], inputs[i])) return std::move(*e);
@@ -266,6 +288,7 @@ std::variant<chain, input_error> link(std::vector<input> inputs, bool checking) 
             c.file_of_step.push_back(i);
         }
         c.files.push_back(std::move(inputs[i].file));
+        c.versions.push_back(t.version);
     }
     return c;
 }

@@ -40,10 +40,15 @@ struct chain {
     trace::trace merged;  // the first's config, segment and snapshot; every step; the last's gap
     std::vector<core::snapshot_record> snapshot;  // merged.snapshot's records
     std::vector<std::string> files;               // one per input
+    std::vector<int> versions;                    // each input's trace version (3: positions are byte offsets)
     std::vector<std::size_t> file_of_step;        // merged.steps[i] is from files[file_of_step[i]]
     std::string name;                             // how the whole is named in messages
 
     [[nodiscard]] const std::string& file_of(std::size_t step) const { return files[file_of_step[step]]; }
+    // "FILE:LINE: " (or "FILE: byte OFFSET: ") for a position in the input of a step.
+    [[nodiscard]] std::string at(std::size_t step, std::size_t position) const {
+        return trace::where(file_of(step), versions[file_of_step[step]], position);
+    }
     [[nodiscard]] const std::string& last_file() const { return files.back(); }
 };
 

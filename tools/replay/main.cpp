@@ -104,7 +104,7 @@ int main(int argc, char** argv) {
     const int status = split_events > 0 ? fairpool::replay::split(c, o, split_events, split_to, std::cout)
                                         : run(c, o, check, invariants, stats, minimize_to);
     if (const auto& gap = c.merged.gap)
-        std::cerr << c.last_file() << ":" << gap->line << ": gap: " << gap->events
+        std::cerr << fairpool::trace::where(c.last_file(), c.versions.back(), gap->line) << "gap: " << gap->events
                   << " events were lost after this point; nothing after it was recorded\n";
     for (const std::string& notice : notices) std::cerr << notice << "\n";
     return status;

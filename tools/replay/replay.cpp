@@ -25,7 +25,6 @@ std::string quoted_error(core::event_error e) {
     return e == core::event_error::ok ? std::string("no error") : std::string("`! ") + core::to_string(e) + "`";
 }
 
-std::string at(const std::string& file, std::size_t line) { return file + ":" + std::to_string(line) + ": "; }
 
 // The machines of a lockstep run, from the chain's snapshot (or from scratch).
 model::lockstep machines_from(const core::config& c, const std::vector<core::snapshot_record>& snapshot) {
@@ -144,20 +143,19 @@ int check(const chain& c, const options& o, std::ostream& out) {
     std::size_t effects_checked = 0;
     for (std::size_t i = 0; i < t.steps.size(); ++i) {
         const trace::step& s = t.steps[i];
-        const std::string& file = c.file_of(i);
         const auto outcome = machines.step(s.event);
         const std::vector<core::effect>& got = *outcome.effects;
         const std::size_t n = std::max(got.size(), s.effects.size());
         for (std::size_t j = 0; j < n; ++j) {
             if (j < got.size() && j < s.effects.size() && got[j] == s.effects[j].effect) continue;
             if (j >= got.size()) {
-                out << at(file, s.effects[j].line) << "expected " << quoted_effect(s.effects[j].effect)
+                out << c.at(i, s.effects[j].line) << "expected " << quoted_effect(s.effects[j].effect)
                     << " got no further effect\n";
             } else if (j >= s.effects.size()) {
                 const std::size_t line = s.effects.empty() ? s.line : s.effects.back().line;
-                out << at(file, line) << "expected no further effect got " << quoted_effect(got[j]) << "\n";
+                out << c.at(i, line) << "expected no further effect got " << quoted_effect(got[j]) << "\n";
             } else {
-                out << at(file, s.effects[j].line) << "expected " << quoted_effect(s.effects[j].effect) << " got "
+                out << c.at(i, s.effects[j].line) << "expected " << quoted_effect(s.effects[j].effect) << " got "
                     << quoted_effect(got[j]) << "\n";
             }
             return 1;
@@ -165,7 +163,7 @@ int check(const chain& c, const options& o, std::ostream& out) {
         effects_checked += n;
         const core::event_error recorded = s.error.value_or(core::event_error::ok);
         if (recorded != outcome.error) {
-            out << at(file, s.error ? s.error_line : s.line) << "expected " << quoted_error(recorded) << " got "
+            out << c.at(i, s.error ? s.error_line : s.line) << "expected " << quoted_error(recorded) << " got "
                 << quoted_error(outcome.error) << "\n";
             return 1;
         }
@@ -177,7 +175,7 @@ int check(const chain& c, const options& o, std::ostream& out) {
 int check_invariants(const chain& c, const options& o, std::ostream& out) {
     const trace::trace& t = c.merged;
     if (const auto found = first_breach(t.config, c.snapshot, events_of(t), o.fault)) {
-        out << at(c.file_of(found->index), t.steps[found->index].line) << found->message << "\n";
+        out << c.at(found->index, t.steps[found->index].line) << found->message << "\n";
         return 1;
     }
     out << c.name << ": ok, " << t.steps.size() << " events, core agrees with the model, invariants hold\n";

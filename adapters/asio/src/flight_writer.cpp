@@ -5,6 +5,7 @@
 
 #include <boost/system/errc.hpp>
 #include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <span>
 #include <string>
@@ -12,6 +13,7 @@
 #include <utility>
 
 #include "fairpool/core/snapshot.hpp"
+#include "fairpool/trace/binary.hpp"
 #include "fairpool/trace/write.hpp"
 
 namespace fairpool::detail {
@@ -30,6 +32,12 @@ std::string error_text(int code) { return std::error_code(code, std::generic_cat
 // A drain's text is written when it ends, and sooner once it passes this: the batch of a
 // ring of 2^26 records is not formatted whole in memory.
 constexpr std::size_t batch_limit = std::size_t{1} << 20;
+// Binary: a block is written once its steps pass this many bytes (and at each drain's
+// end). The buffer holds one block of that size plus the largest ordinary step; a step
+// larger than the room left makes it grow (a shutdown rejecting thousands of waiters),
+// once.
+constexpr std::size_t block_limit = std::size_t{64} << 10;
+constexpr std::size_t block_room = trace::v3::block_header_bytes + block_limit + trace::v3::max_step_bytes(64);
 
 // Writes all of `text` at `offset`: 0, or the errno of the write that failed.
 int write_at(int fd, std::string_view text, std::uint64_t offset) {
@@ -54,9 +62,14 @@ int flight_writer::truncate_file(const fs::path& path, std::uint64_t size) {
 std::atomic<flight_writer::cut_function> flight_writer::cut_file{&flight_writer::truncate_file};
 
 flight_writer::flight_writer(recorder_options o, const core::config& resolved)
-    : options_(std::move(o)), config_(resolved) {
+    : options_(std::move(o)), config_(resolved), binary_(options_.format == recording_format::binary) {
     snapshot_.reserve(static_cast<std::size_t>(core::max_snapshot_records(resolved)));
-    effects_.reserve(64);
+    if (binary_) {
+        block_.resize(block_room);
+        block_end_ = whole_end_ = trace::v3::block_header_bytes;
+    } else {
+        effects_.reserve(64);
+    }
 }
 
 flight_writer::~flight_writer() { close_file(); }
@@ -76,6 +89,7 @@ std::ostream* flight_writer::out() noexcept {
 }
 
 void flight_writer::consume(const flight_record& r) {
+    if (binary_) return encode(r);
     if (const auto* s = std::get_if<step_record>(&r)) {
         step_ = *s;
         effects_.clear();
@@ -109,10 +123,106 @@ void flight_writer::write_step() {
     if (batch_.text.size() >= batch_limit) write_batch();
 }
 
+// Binary: the ring's records copied field by field into the block (trace format v3).
+void flight_writer::encode(const flight_record& r) {
+    using trace::v3::block_header_bytes;
+    const bool writing = open_ && (options_.memory_only || !failed_);
+    const auto room_for = [this](std::size_t bytes) {
+        if (block_end_ + bytes <= block_.size()) return;
+        write_block();  // the whole steps out: the step being read moves to the front
+        if (block_end_ + bytes > block_.size()) block_.resize(block_end_ + bytes);  // a huge step: once
+    };
+    const auto step_done = [this] {
+        in_step_ = false;
+        whole_end_ = block_end_;
+        ++block_steps_;
+        if (whole_end_ - block_header_bytes >= block_limit) write_block();
+    };
+    if (const auto* s = std::get_if<step_record>(&r)) {
+        in_step_ = true;
+        effects_left_ = s->effect_count;
+        block_end_ = whole_end_;  // a step cut short before (cannot happen) is dropped
+        if (writing) {
+            room_for(trace::v3::max_event_bytes);
+            block_end_ = static_cast<std::size_t>(
+                trace::v3::put_event(block_.data() + block_end_, s->event, s->effect_count, s->error) - block_.data());
+        }
+        if (effects_left_ == 0) writing ? step_done() : void(in_step_ = false);
+    } else if (const auto* f = std::get_if<core::effect>(&r)) {
+        if (!in_step_) return;  // cannot happen: effects follow their step
+        if (writing) {
+            room_for(trace::v3::max_effect_bytes);
+            block_end_ = static_cast<std::size_t>(trace::v3::put_effect(block_.data() + block_end_, *f) - block_.data());
+        }
+        if (--effects_left_ == 0) writing ? step_done() : void(in_step_ = false);
+    } else if (const auto* snap = std::get_if<core::snapshot_record>(&r)) {
+        if (!starting_) return;
+        snapshot_.push_back(*snap);
+        if (std::holds_alternative<core::snapshot_end>(*snap)) begin_segment();
+    } else if (const auto* seg = std::get_if<segment_start>(&r)) {
+        if (writing) write_block();  // the segment before ends with its whole steps
+        open_ = false;
+        in_step_ = false;
+        block_end_ = whole_end_;
+        starting_ = *seg;
+        snapshot_.clear();
+    } else if (const auto* gap = std::get_if<gap_record>(&r)) {
+        in_step_ = false;
+        block_end_ = whole_end_;
+        if (!writing) return;
+        write_block();
+        unsigned char bytes[trace::v3::gap_block_bytes];
+        trace::v3::put_gap(bytes, gap->events);
+        emit({reinterpret_cast<const char*>(bytes), sizeof bytes});
+    }
+}
+
+// The block's whole steps, sealed (length, count, CRC) and written in one write; the
+// step being read, if any, moves to the front of the next block.
+void flight_writer::write_block() {
+    using trace::v3::block_header_bytes;
+    if (block_steps_ > 0 && (options_.memory_only || !failed_)) {
+        trace::v3::seal_block(block_.data(), whole_end_ - block_header_bytes, block_steps_);
+        if (emit({reinterpret_cast<const char*>(block_.data()), whole_end_})) {
+            if (options_.memory_only) events_written_ += block_steps_;
+            else events_written_ += block_steps_, forget_old_segments();
+        }
+    }
+    const std::size_t partial = block_end_ - whole_end_;
+    if (partial > 0) std::memmove(block_.data() + block_header_bytes, block_.data() + whole_end_, partial);
+    whole_end_ = block_header_bytes;
+    block_end_ = block_header_bytes + partial;
+    block_steps_ = 0;
+}
+
+// Whole bytes of the current segment: appended to it in memory, or written at the end
+// of its file in one write (a process killed meanwhile leaves a prefix of them).
+bool flight_writer::emit(std::string_view bytes) {
+    if (options_.memory_only) {
+        memory_bytes_.append(bytes);
+        return true;
+    }
+    if (failed_ || file_ < 0) return false;
+    if (const int error = write_at(file_, bytes, file_size_); error != 0) {
+        fail_writing(error);
+        return false;
+    }
+    file_size_ += bytes.size();
+    return true;
+}
+
 void flight_writer::begin_segment() {
     const segment_start s = *starting_;
     starting_.reset();
     const trace::segment_info info{.number = s.number, .events_before = s.events_before};
+    if (options_.memory_only && binary_) {
+        if (current_number_) std::swap(previous_, memory_bytes_), previous_number_ = current_number_;
+        memory_bytes_ = trace::v3::header_bytes(config_, info, snapshot_);
+        current_number_ = s.number;
+        open_ = true;
+        ++segments_written_;
+        return;
+    }
     if (options_.memory_only) {
         if (current_number_) previous_ = std::move(current_).str(), previous_number_ = current_number_;
         current_.str({});
@@ -125,7 +235,7 @@ void flight_writer::begin_segment() {
     }
     if (failed_) return;
     if (file_ >= 0) {
-        write_batch();  // the end of the segment before, into its own file
+        binary_ ? write_block() : write_batch();  // the end of the segment before, into its own file
         if (failed_) return;
         if (::close(std::exchange(file_, -1)) != 0)
             return fail("closing " + current_path().string() + ": " + error_text(errno));
@@ -143,6 +253,11 @@ void flight_writer::begin_segment() {
     if (file_ < 0) return fail("opening " + path.string() + ": " + error_text(errno));
     file_size_ = 0;
     retained_.push_back(s.number);  // the oldest goes once this one holds its start
+    if (binary_) {
+        open_ = true;
+        if (emit(trace::v3::header_bytes(config_, info, snapshot_))) ++segments_written_, forget_old_segments();
+        return;
+    }
     trace::write_header_v2(batch_out_, config_, info, snapshot_);
     ++batch_segments_;
     open_ = true;
@@ -170,7 +285,8 @@ void flight_writer::keep_earlier_recording() {
 }
 
 void flight_writer::flush() {
-    if (!options_.memory_only && !failed_) write_batch();
+    if (binary_) write_block();
+    else if (!options_.memory_only && !failed_) write_batch();
 }
 
 void flight_writer::finish() {
@@ -236,6 +352,9 @@ void flight_writer::fail(const std::string& what) {
     failed_ = true;
     open_ = false;
     close_file();
+    block_end_ = whole_end_ = trace::v3::block_header_bytes;
+    block_steps_ = 0;
+    in_step_ = false;
     batch_.text.clear();
     batch_events_ = batch_segments_ = 0;
 }
@@ -250,16 +369,17 @@ boost::system::error_code flight_writer::dump(const fs::path& dir) {
     if (ec) return from_std(ec);
     if (options_.memory_only) {
         const auto write = [&dir](std::uint64_t number, std::string_view text) -> boost::system::error_code {
-            std::ofstream f(dir / file_name(number), std::ios::out | std::ios::trunc);
+            std::ofstream f(dir / file_name(number), std::ios::out | std::ios::trunc | std::ios::binary);
             f.write(text.data(), static_cast<std::streamsize>(text.size()));
             f.close();
             if (!f) return boost::system::errc::make_error_code(boost::system::errc::io_error);
             return {};
         };
+        flush();
         if (previous_number_)
             if (auto e = write(*previous_number_, previous_)) return e;
         if (current_number_)
-            if (auto e = write(*current_number_, current_.view())) return e;
+            if (auto e = write(*current_number_, binary_ ? std::string_view(memory_bytes_) : current_.view())) return e;
         return {};
     }
     if (fs::equivalent(dir, options_.directory, ec))

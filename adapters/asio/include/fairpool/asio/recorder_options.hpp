@@ -16,6 +16,11 @@
 
 namespace fairpool {
 
+// How segment files are written: trace format v3, binary (docs/CONTRACT.md section 7.3;
+// the writer copies fields, it does not format), or v2 text (section 7.2), which a
+// person can follow with `tail -f` at several times the writer's cost.
+enum class recording_format : std::uint8_t { binary, text };
+
 struct recorder_options {
     // Where segment files go: segment-00000000.trace, segment-00000001.trace, …
     // numbered by segment number (created if missing). Files of an earlier recording
@@ -39,10 +44,14 @@ struct recorder_options {
     // and the next one starts with a fresh snapshot. At least 1, at most 2^26.
     std::uint32_t ring_records = 65'536;
     // How often the writer wakes to drain the ring and flush the current file: a crash
-    // loses at most about this much of the recording. Positive, at most 24 hours
+    // loses at most about this much of the recording. It also wakes sooner, when the
+    // actor finds the ring more than half full (at most once per half ring of records),
+    // so a busy pool does not lose events waiting for it. Positive, at most 24 hours
     // (max_flush_interval: a longer wait would overflow the clock's arithmetic).
     std::chrono::milliseconds flush_interval{10};
     static constexpr std::chrono::milliseconds max_flush_interval = std::chrono::hours(24);
+    // The segment files' format: binary (v3) unless text (v2) is asked for.
+    recording_format format = recording_format::binary;
 };
 
 // Empty if valid, else "FIELD: why".
@@ -62,6 +71,9 @@ struct recording_status {
     std::uint64_t gaps = 0;              // gap records pushed
     std::uint64_t write_errors = 0;      // failed writes; after the first, nothing more is written
     std::string last_error;              // the last failure, empty if none
+    // The writer thread's CPU time so far, user and system (its thread's CPU clock):
+    // what the recorder costs beyond the actor's copy into the ring.
+    std::chrono::nanoseconds writer_cpu_time{0};
 };
 
 }  // namespace fairpool

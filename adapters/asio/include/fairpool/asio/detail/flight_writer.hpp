@@ -1,14 +1,21 @@
 #pragma once
 // The flight recorder's writer: turns the records the actor pushed (flight_record.hpp)
-// into text trace format v2 (docs/CONTRACT.md section 7.2), one segment a file in the
-// recorder's directory, or, memory_only, the last two segments kept in memory. Used by
-// one thread at a time (the recorder's writer thread; its destructor after the join).
+// into segment files, one segment a file in the recorder's directory, or, memory_only,
+// the last two segments kept in memory. Used by one thread at a time (the recorder's
+// writer thread; its destructor after the join).
 //
-// A segment file only ever grows by whole steps: a drain's text is formatted into a
-// batch, written at the drain's end (and whenever the batch passes a megabyte) at the
-// end of the file, its first byte last (write_batch says why). A process killed while
-// the writer writes leaves at most its last batch cut, starting with a NUL byte, which
-// fairpool-replay drops (docs/CONTRACT.md section 7.2, "Cut files").
+// Binary (trace format v3, docs/CONTRACT.md section 7.3; the default): the writer copies
+// each record's fields into a block buffer allocated once (no formatting, no allocation
+// per record or block) and writes each block, whole steps only, with its length and
+// CRC-32C, in one write when it passes block_limit and at the end of each drain. A
+// process killed while the writer writes leaves a prefix of its last write, a torn
+// tail that fairpool-replay cuts at the last whole block.
+//
+// Text (trace format v2, section 7.2; recorder_options::format = text): a drain's text is
+// formatted into a batch, written at the drain's end (and whenever the batch passes a
+// megabyte) at the end of the file, its first byte last (write_batch says why). A
+// process killed while the writer writes leaves at most its last batch cut, starting
+// with a NUL byte, which fairpool-replay drops (section 7.2, "Cut files").
 //
 // A failed write (a directory that cannot be made, a full disk) never reaches the
 // pool: it is counted, kept as last_error, and nothing more is written to files. The
@@ -25,6 +32,7 @@
 #include <sstream>
 #include <streambuf>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "fairpool/asio/detail/flight_record.hpp"
@@ -86,6 +94,10 @@ private:
     void begin_segment();
     void write_step();
     void write_batch();
+    // Binary: a record into the block buffer; the block's whole steps written out.
+    void encode(const flight_record& r);
+    void write_block();
+    bool emit(std::string_view bytes);  // whole bytes: to the file, or to the segment in memory
     void forget_old_segments();
     void fail_writing(int error);
     void fail(const std::string& what);
@@ -96,6 +108,7 @@ private:
 
     const recorder_options options_;
     const core::config config_;
+    const bool binary_;  // options_.format == binary
 
     std::optional<segment_start> starting_;  // its snapshot still being read
     std::vector<core::snapshot_record> snapshot_;
@@ -112,6 +125,15 @@ private:
     std::ostream batch_out_{&batch_};
     std::uint64_t batch_events_ = 0;    // steps in batch_
     std::uint64_t batch_segments_ = 0;  // segment starts in batch_
+    // Binary: the block being filled: its header's room, whole steps up to whole_end_,
+    // then the step being read (its effects still to come).
+    std::vector<unsigned char> block_;
+    std::size_t block_end_ = 0;            // bytes used
+    std::size_t whole_end_ = 0;            // the end of its last whole step
+    std::uint32_t block_steps_ = 0;        // whole steps in it
+    std::uint32_t effects_left_ = 0;       // of the step being read
+    bool in_step_ = false;
+    std::string memory_bytes_;             // memory_only, binary: the current segment
     std::deque<std::uint64_t> retained_;  // segment files present, oldest first
     bool directory_ready_ = false;
     // Memory mode: the current segment and the one before it.
