@@ -87,12 +87,6 @@ bool cut_in_its_start(std::string_view kept, const trace::read_result& read) {
 
 struct left_out {};
 
-constexpr const char* cut_notice =
-    "cut: the recording stops in the middle of a write here (its process ended while writing, or the write failed "
-    "and could not be cut back); what comes before is replayed";
-constexpr const char* cut_in_start =
-    ": cut before its first event (its process ended while writing the segment's start, or that write failed and the "
-    "file could not be removed)";
 
 // The last file of a recording in v3 (section 7.3): a torn tail is cut at the last whole
 // block, with a notice; a file cut in its header is left out of a chain, or refused alone.
@@ -175,6 +169,8 @@ std::string quoted(const core::snapshot_record* r) {
     return s;
 }
 
+}  // namespace
+
 // Segment `next` must start in the state `s` was left in by replaying `previous`.
 std::optional<input_error> continues(const core::scheduler& s, const input& previous, const input& next,
                                      bool checking) {
@@ -196,8 +192,7 @@ std::optional<input_error> continues(const core::scheduler& s, const input& prev
     return std::nullopt;
 }
 
-// What makes `next` not the segment after `previous`, short of replaying.
-std::optional<input_error> not_next(const input& previous, const input& next) {
+std::optional<input_error> not_next(const input& previous, std::uint64_t previous_steps, const input& next) {
     const trace::trace& t = next.trace;
     if (!t.segment)
         return input_error{at(next, t.config_line) +
@@ -213,7 +208,7 @@ std::optional<input_error> not_next(const input& previous, const input& next) {
     if (const auto& gap = previous.trace.gap)
         return input_error{at(previous, gap->line) + "gap: " + std::to_string(gap->events) +
                            " events were lost here; the recording cannot be replayed across it"};
-    const std::uint64_t events = before.events_before + previous.trace.steps.size();
+    const std::uint64_t events = before.events_before + previous_steps;
     if (t.segment->events_before != events)
         return input_error{at(next, t.segment->line) + "segment " + std::to_string(t.segment->number) +
                            " says " + std::to_string(t.segment->events_before) + " events came before it, but segment " +
@@ -224,9 +219,7 @@ std::optional<input_error> not_next(const input& previous, const input& next) {
     return std::nullopt;
 }
 
-}  // namespace
-
-std::variant<inputs, input_error> read_inputs(const std::vector<std::string>& paths) {
+std::variant<std::vector<std::string>, input_error> files_of(const std::vector<std::string>& paths) {
     std::vector<std::string> files;
     for (const std::string& path : paths) {
         std::error_code error;
@@ -238,6 +231,13 @@ std::variant<inputs, input_error> read_inputs(const std::vector<std::string>& pa
             files.push_back(path);
         }
     }
+    return files;
+}
+
+std::variant<inputs, input_error> read_inputs(const std::vector<std::string>& paths) {
+    auto listed = files_of(paths);
+    if (auto* e = std::get_if<input_error>(&listed)) return std::move(*e);
+    const std::vector<std::string>& files = std::get<std::vector<std::string>>(listed);
     inputs read;
     for (const std::string& file : files) {
         if (&file == &files.back()) {
@@ -258,7 +258,7 @@ std::variant<chain, input_error> link(std::vector<input> inputs, bool checking) 
         return input_error{at(inputs.front(), inputs.front().trace.config_line) +
                            "not a segment (no 'segment' record): several traces replay only as consecutive segments"};
     for (std::size_t i = 1; i < inputs.size(); ++i)
-        if (auto e = not_next(inputs[i - 1], inputs[i])) return std::move(*e);
+        if (auto e = not_next(inputs[i - 1], inputs[i - 1].trace.steps.size(), inputs[i])) return std::move(*e);
     if (inputs.size() > 1) {
         core::scheduler s = restored(inputs.front().trace);
         for (std::size_t i = 0; i + 1 < inputs.size(); ++i) {

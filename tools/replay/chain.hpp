@@ -5,14 +5,26 @@
 // consecutive segment numbers, each segment's snapshot the state after the one
 // before, no gap except at the end.
 #include <cstddef>
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
 
+#include "fairpool/core/scheduler.hpp"
 #include "fairpool/core/snapshot.hpp"
 #include "fairpool/trace/trace.hpp"
 
 namespace fairpool::replay {
+
+// The notices for a recording's last file cut by the death of its process (section 7.2,
+// "Cut files"; 7.3): after "FILE:LINE: " or "FILE: byte N: ", and after "FILE".
+inline constexpr const char* cut_notice =
+    "cut: the recording stops in the middle of a write here (its process ended while writing, or the write failed "
+    "and could not be cut back); what comes before is replayed";
+inline constexpr const char* cut_in_start =
+    ": cut before its first event (its process ended while writing the segment's start, or that write failed and the "
+    "file could not be removed)";
 
 struct input {
     std::string file;  // as named in messages ("<stdin>" for -)
@@ -35,6 +47,20 @@ struct inputs {
 // death of its recorder's process: it is read up to the cut, or left out if the cut
 // comes before its first event, with a notice.
 [[nodiscard]] std::variant<inputs, input_error> read_inputs(const std::vector<std::string>& paths);
+
+// The files the paths name: each FILE or "-" as it is, each DIRECTORY's *.trace files in
+// segment order.
+[[nodiscard]] std::variant<std::vector<std::string>, input_error> files_of(const std::vector<std::string>& paths);
+
+// What makes `next` not the segment after `previous` (which held `previous_steps`
+// steps), short of replaying: not a segment, another config, not the next number, a
+// gap at the end of `previous`, an events_before that does not add up, no snapshot.
+[[nodiscard]] std::optional<input_error> not_next(const input& previous, std::uint64_t previous_steps,
+                                                  const input& next);
+// Whether segment `next` starts in the state `s` was left in by replaying `previous`
+// (status 1 when `checking`, else 2).
+[[nodiscard]] std::optional<input_error> continues(const core::scheduler& s, const input& previous, const input& next,
+                                                   bool checking);
 
 struct chain {
     trace::trace merged;  // the first's config, segment and snapshot; every step; the last's gap
