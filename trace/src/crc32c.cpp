@@ -9,10 +9,17 @@ namespace {
 
 using crc32c_table = boost::crc_optimal<32, 0x1EDC6F41, 0xFFFFFFFF, 0xFFFFFFFF, true, true>;
 
+// Boost.CRC takes a starting remainder unreflected, as the polynomial is written.
+std::uint32_t reflected(std::uint32_t v) noexcept {
+    std::uint32_t r = 0;
+    for (int i = 0; i < 32; ++i, v >>= 1) r = (r << 1) | (v & 1U);
+    return r;
+}
+
 std::uint32_t by_table(const unsigned char* p, std::size_t n, std::uint32_t crc) noexcept {
-    // Boost.CRC starts from its initial value: the running CRC of bytes before is that
-    // value XOR the finished CRC (both XORs undone).
-    crc32c_table c(crc ^ 0xFFFFFFFFU);
+    // The running remainder after the bytes before is the finished CRC with its final
+    // XOR undone; Boost.CRC wants it unreflected.
+    crc32c_table c(reflected(crc ^ 0xFFFFFFFFU));
     c.process_bytes(p, n);
     return c.checksum();
 }

@@ -506,17 +506,14 @@ read_result read_lines(ForEachLine for_each_line) {
 }  // namespace
 
 read_result read(std::istream& in) {
-    if (in.peek() == static_cast<unsigned char>(v3::magic[0])) {  // binary: read whole
-        std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-        if (in.bad()) return read_error{0, "read error", true};
-        return v3::read(bytes, false);
-    }
-    return read_lines([&in](const auto& feed) {
+    // Read whole, then as a string: a v3 file is told by its first bytes, as read(string) tells it.
+    std::string bytes;
+    {
         exception_mask_guard guard(in);
-        std::string text;
-        while (std::getline(in, text)) feed(text);
-        return !in.bad();
-    });
+        bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+        if (in.bad()) return read_error{1, "read error"};
+    }
+    return read(bytes);
 }
 
 read_result read(const std::string& text) {
