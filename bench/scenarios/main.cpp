@@ -12,7 +12,7 @@
 // bench/core_bench.cpp, are Google Benchmark.)
 //
 // Usage: scenarios [--quick] [--reps N]
-//                  [--only round_trip|grid|inversions|tail|tenants|long_hold|recorder]
+//                  [--only round_trip|grid|inversions|tail|tenants|long_hold|recorder|recording_files]
 //        scenarios --round-trip-cycles DESIGN N   (only N round trips of one design, no rows:
 //        run under callgrind by bench/round_trip_instructions.py)
 //        scenarios --round-trip-cycles-threaded DESIGN N   (the same, after starting and
@@ -54,7 +54,7 @@ int main(int argc, char** argv) {
         else {
             std::fprintf(stderr,
                          "usage: %s [--quick] [--reps N] "
-                         "[--only round_trip|grid|inversions|tail|tenants|long_hold|recorder]\n",
+                         "[--only round_trip|grid|inversions|tail|tenants|long_hold|recorder|recording_files]\n",
                          argv[0]);
             return 2;
         }
@@ -68,5 +68,6 @@ int main(int argc, char** argv) {
     if (want("tenants")) scenario_tenants(reps, milliseconds(quick ? 100 : 300));
     if (want("long_hold")) scenario_long_hold(reps, milliseconds(quick ? 100 : 500));
     if (want("recorder")) scenario_recorder(reps, quick ? 100'000 : 400'000);
+    if (want("recording_files")) scenario_recording_files(quick ? 100'000 : 400'000, quick ? 1'000'000 : 10'000'000);
     return 0;
 }

@@ -22,6 +22,10 @@ inline constexpr const char* recording_design = "fairpool_recorder";
 // The flight recorder's writer alone: N steps pushed into its ring, then the time the
 // writer takes to drain them into segment files: records and events per second.
 void scenario_recorder(int reps, std::size_t steps);
+// Bytes per event on disk, text (v2) against binary (v3), over `size_events` round-trip
+// steps; then `fairpool-replay --check` of a v3 recording of `replay_events` events, timed
+// (FAIRPOOL_REPLAY names the tool).
+void scenario_recording_files(std::uint64_t size_events, std::uint64_t replay_events);
 
 // Pool size 4/8/16 × workers 4/16/64/256, 10 cycles each, 2 threads: total time and
 // per-acquire wait median, p99, p99.9, max.

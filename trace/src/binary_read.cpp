@@ -406,6 +406,96 @@ const decoded_step* cursor::next() {
     return &step_;
 }
 
+// ---- Records of this encoder, read back (the flight recorder's ring) ----------------
+
+namespace {
+
+// The bytes of an event record's fields after its 16-byte head, by kind.
+std::size_t event_fields_bytes(core::event_kind k, std::uint8_t flags) noexcept {
+    switch (k) {
+        case core::event_kind::acquire:
+            return 16 + ((flags & layout::has_deadline) ? 8 : 0) + ((flags & layout::has_weight) ? 4 : 0) +
+                   ((flags & layout::has_max_leases) ? 8 : 0);
+        case core::event_kind::cancel:
+        case core::event_kind::deregister: return 8;
+        case core::event_kind::release: return 12;
+        case core::event_kind::resize: return 16;
+        case core::event_kind::spawned:
+        case core::event_kind::spawn_failed:
+        case core::event_kind::retired:
+        case core::event_kind::died:
+        case core::event_kind::checked:
+        case core::event_kind::reset_done: return 4;
+        case core::event_kind::start:
+        case core::event_kind::tick:
+        case core::event_kind::shutdown: return 0;
+    }
+    return 0;
+}
+
+// A view of trusted bytes as `fields` wants them: its bounds are the record's own size.
+fields trusted(const unsigned char* p, std::size_t n) noexcept {
+    return fields(std::string_view(reinterpret_cast<const char*>(p), n), 0, n);
+}
+
+}  // namespace
+
+std::size_t event_record_bytes(const unsigned char* event) noexcept {
+    return 16 + event_fields_bytes(static_cast<core::event_kind>(event[0]), event[1]);
+}
+
+std::uint32_t effect_count_of(const unsigned char* event) noexcept { return get<std::uint32_t>(event + 4); }
+
+std::size_t effect_record_bytes(const unsigned char* effect) noexcept {
+    switch (static_cast<core::effect_kind>(effect[0])) {
+        case core::effect_kind::grant: return 22;
+        case core::effect_kind::reject: return 10;
+        case core::effect_kind::leak_suspected: return 14;
+        case core::effect_kind::spawn:
+        case core::effect_kind::retire:
+        case core::effect_kind::check:
+        case core::effect_kind::reset: return 6;
+        case core::effect_kind::closed: return 2;
+    }
+    return 2;
+}
+
+std::size_t step_bytes(const unsigned char* event) noexcept {
+    std::size_t n = event_record_bytes(event);
+    for (std::uint32_t i = effect_count_of(event); i > 0; --i) n += effect_record_bytes(event + n);
+    return n;
+}
+
+std::size_t snapshot_record_bytes(const unsigned char* record) noexcept {
+    using tag = layout::snapshot_tag;
+    switch (static_cast<tag>(record[0])) {
+        case tag::begin: return 1 + 8 * 8 + 3;
+        case tag::sizes: return 1 + 16;
+        case tag::slot: return max_snapshot_record_bytes;
+        case tag::idle: return 1 + 4;
+        case tag::handle: return 1 + 4 * 8;
+        case tag::waiter: return 1 + 5 * 8;
+        case tag::counter: return 1 + 1 + 8;
+        case tag::bucket: return 1 + 4 + 8;
+        case tag::end: return 1;
+    }
+    return 1;
+}
+
+void decode_step(const unsigned char* step, core::event& e, core::event_error& error,
+                 std::vector<core::effect>& effects) {
+    fields in = trusted(step, step_bytes(step));
+    std::uint32_t count = 0;
+    event_of(in, e, error, count);
+    effects.resize(count);
+    for (core::effect& f : effects) effect_of(in, f);
+}
+
+core::snapshot_record decode_snapshot_record(const unsigned char* record) {
+    fields in = trusted(record, snapshot_record_bytes(record));
+    return snapshot_record_of(in).value_or(core::snapshot_end{});
+}
+
 read_result read(std::string_view bytes, bool last_input, std::optional<std::size_t>* cut) {
     try {
         cursor c(bytes, last_input);

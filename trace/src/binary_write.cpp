@@ -83,7 +83,6 @@ struct record_encoder {
     }
 };
 
-constexpr std::size_t max_snapshot_record_bytes = 1 + 4 + 1 + 7 * 8 + 2 + 8;  // a slot
 
 }  // namespace
 
@@ -165,12 +164,23 @@ unsigned char* put_gap(unsigned char* out, std::uint64_t events) noexcept {
     return p;
 }
 
+unsigned char* put_snapshot_record(unsigned char* out, const core::snapshot_record& r) noexcept {
+    return std::visit(record_encoder{out}, r);
+}
+
 std::string header_bytes(const core::config& c, const std::optional<segment_info>& segment,
                          std::span<const core::snapshot_record> snapshot) {
+    std::vector<unsigned char> encoded(snapshot.size() * max_snapshot_record_bytes);
+    unsigned char* p = encoded.data();
+    for (const core::snapshot_record& r : snapshot) p = put_snapshot_record(p, r);
+    return header_bytes(c, segment, static_cast<std::uint32_t>(snapshot.size()),
+                        std::span<const unsigned char>(encoded.data(), static_cast<std::size_t>(p - encoded.data())));
+}
+
+std::string header_bytes(const core::config& c, const std::optional<segment_info>& segment, std::uint32_t records,
+                         std::span<const unsigned char> encoded) {
     const std::string config_line = format_canonical(c);
-    std::string out(layout::config_at + config_line.size() + 1 + 16 + 4 +
-                        snapshot.size() * max_snapshot_record_bytes + 4,
-                    '\0');
+    std::string out(layout::config_at + config_line.size() + 1 + 16 + 4 + encoded.size() + 4, '\0');
     auto* begin = reinterpret_cast<unsigned char*>(out.data());
     std::memcpy(begin, magic.data(), magic.size());
     put(begin + layout::version_at, version);
@@ -180,8 +190,9 @@ std::string header_bytes(const core::config& c, const std::optional<segment_info
     p = put_bool(p, segment.has_value());
     p = put(p, segment ? segment->number : 0);
     p = put(p, segment ? segment->events_before : 0);
-    p = put(p, static_cast<std::uint32_t>(snapshot.size()));
-    for (const core::snapshot_record& r : snapshot) p = std::visit(record_encoder{p}, r);
+    p = put(p, records);
+    if (!encoded.empty()) std::memcpy(p, encoded.data(), encoded.size());
+    p += encoded.size();
     const auto size = static_cast<std::uint32_t>(p - begin + 4);
     put(begin + layout::header_size_at, size);
     put(p, crc32c(begin, static_cast<std::size_t>(p - begin)));

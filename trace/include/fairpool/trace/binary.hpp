@@ -61,6 +61,23 @@ unsigned char* put_gap(unsigned char* out, std::uint64_t events) noexcept;
 // The header: magic, version, size, config line, segment, snapshot, CRC.
 [[nodiscard]] std::string header_bytes(const core::config& c, const std::optional<segment_info>& segment,
                                        std::span<const core::snapshot_record> snapshot);
+// The same from `records` snapshot records already encoded by put_snapshot_record.
+[[nodiscard]] std::string header_bytes(const core::config& c, const std::optional<segment_info>& segment,
+                                       std::uint32_t records, std::span<const unsigned char> encoded);
+inline constexpr std::size_t max_snapshot_record_bytes = 1 + 4 + 1 + 7 * 8 + 2 + 8;  // a slot's
+unsigned char* put_snapshot_record(unsigned char* out, const core::snapshot_record& r) noexcept;
+
+// Records this encoder wrote, read back without checks (the flight recorder's ring,
+// which only its actor writes): their sizes, and what they hold.
+[[nodiscard]] std::size_t event_record_bytes(const unsigned char* event) noexcept;  // the event record alone
+[[nodiscard]] std::uint32_t effect_count_of(const unsigned char* event) noexcept;
+[[nodiscard]] std::size_t effect_record_bytes(const unsigned char* effect) noexcept;
+[[nodiscard]] std::size_t step_bytes(const unsigned char* event) noexcept;  // the event record and its effects
+[[nodiscard]] std::size_t snapshot_record_bytes(const unsigned char* record) noexcept;
+// The step at `step` (step_bytes long): its event, error and effects (into `effects`).
+void decode_step(const unsigned char* step, core::event& e, core::event_error& error,
+                 std::vector<core::effect>& effects);
+[[nodiscard]] core::snapshot_record decode_snapshot_record(const unsigned char* record);
 
 // The whole trace in v3, canonically (canonical_block_steps steps a block).
 [[nodiscard]] std::string encode(const trace& t);
