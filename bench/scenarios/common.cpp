@@ -11,16 +11,23 @@
 
 namespace fairpool_bench {
 
-std::unique_ptr<fairpool_design::pool_type> fairpool_design::make(asio::io_context& io, std::size_t size,
-                                                                  const fairpool::recorder_options* recording,
-                                                                  std::chrono::nanoseconds check_after_idle,
-                                                                  std::size_t max_leases_per_handle) {
+fairpool::pool_options fairpool_design::options(std::size_t size, const fairpool::recorder_options* recording,
+                                                std::chrono::nanoseconds check_after_idle,
+                                                std::size_t max_leases_per_handle) {
     fairpool::pool_options o;  // acquire_timeout, create_timeout: the defaults (30 s)
     o.max_slots = size;
     o.min_slots = size;
     o.check_after_idle = check_after_idle;
     o.max_leases_per_handle = max_leases_per_handle;
     if (recording != nullptr) o.recording = *recording;
+    return o;
+}
+
+std::unique_ptr<fairpool_design::pool_type> fairpool_design::make(asio::io_context& io, std::size_t size,
+                                                                  const fairpool::recorder_options* recording,
+                                                                  std::chrono::nanoseconds check_after_idle,
+                                                                  std::size_t max_leases_per_handle) {
+    const fairpool::pool_options o = options(size, recording, check_after_idle, max_leases_per_handle);
     auto next = std::make_shared<int>(0);
     fairpool::resource_hooks<connection> hooks{
         .create = [next]() -> asio::awaitable<connection> { co_return connection{(*next)++}; },

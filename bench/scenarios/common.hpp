@@ -72,6 +72,10 @@ struct fairpool_design {
                                            const fairpool::recorder_options* recording = nullptr,
                                            std::chrono::nanoseconds check_after_idle = fairpool::forever,
                                            std::size_t max_leases_per_handle = 0);
+    // The options make() gives the pool.
+    static fairpool::pool_options options(std::size_t size, const fairpool::recorder_options* recording = nullptr,
+                                          std::chrono::nanoseconds check_after_idle = fairpool::forever,
+                                          std::size_t max_leases_per_handle = 0);
     static auto source(pool_type& p) { return p.make_handle(); }
 };
 

@@ -1,9 +1,9 @@
 // The flight recorder's writer on its own: how many records a second it turns into
 // segment files on local disk. A recorder whose writer never wakes by itself (a flush
-// interval of hours) is given `steps` round-trip steps of a real scheduler (an acquire
-// and its grant, a release), all held by its ring; its destruction then wakes the
-// writer, which drains them all, formats them (trace format v2) and writes the files.
-// Timed: that drain, to the files closed.
+// interval of hours, the actor's high-water wake off) is given `steps` round-trip steps
+// of a real scheduler (an acquire and its grant, a release), all held by its ring; its
+// destruction then wakes the writer, which drains them all, formats them (trace format
+// v2) and writes the files. Timed: that drain, to the files closed.
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -30,6 +30,10 @@ writer_result drain_once(std::size_t steps) {
     r.ring_records = static_cast<std::uint32_t>(2 * steps + 16);  // an event and its grant, a release
     r.flush_interval = std::chrono::hours(24);
     std::size_t records = 0, events = 0;
+    // Off for this drain only (flight_recorder::wake_at_high_water): else the actor
+    // would wake the writer as the ring passes half full, and the timed drain would be
+    // only the rest.
+    fairpool::detail::flight_recorder::wake_at_high_water.store(false);
     auto recorder = std::make_unique<fairpool::detail::flight_recorder>(r, core);
     recorder->commit();  // as a pool's start does: the writer may write
     const auto feed = [&](const fairpool::core::event& e) {
@@ -58,6 +62,7 @@ writer_result drain_once(std::size_t steps) {
     const auto t0 = clock_type::now();
     recorder.reset();  // the writer drains everything, writes, closes, and is joined
     const auto t1 = clock_type::now();
+    fairpool::detail::flight_recorder::wake_at_high_water.store(true);
     const double s = static_cast<double>(ns_between(t0, t1)) / 1e9;
     return {static_cast<double>(records) / s, static_cast<double>(events) / s};
 }

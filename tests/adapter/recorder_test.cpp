@@ -230,10 +230,21 @@ TEST_P(recorder, dumping_a_pool_that_does_not_record_is_an_error) {
     EXPECT_TRUE(segment_files(dump.path()).empty());
 }
 
-// The writer never wakes on its own (a flush interval of hours): the ring fills, the
-// actor drops what does not fit and counts it. A dump drains the ring; the next step
-// finds room again and pushes the gap and a fresh segment; the end of the pool pushes
-// the second gap.
+// The actor's high-water wake off while it lives (flight_recorder::wake_at_high_water):
+// a writer whose flush_interval is hours then drains only for a dump and at the end, as
+// a writer that stalls would.
+class no_high_water_wake {
+public:
+    no_high_water_wake() { detail::flight_recorder::wake_at_high_water.store(false); }
+    no_high_water_wake(const no_high_water_wake&) = delete;
+    no_high_water_wake& operator=(const no_high_water_wake&) = delete;
+    ~no_high_water_wake() { detail::flight_recorder::wake_at_high_water.store(true); }
+};
+
+// The writer never wakes on its own (a flush interval of hours, the actor's high-water
+// wake off): the ring fills, the actor drops what does not fit and counts it. A dump
+// drains the ring; the next step finds room again and pushes the gap and a fresh
+// segment; the end of the pool pushes the second gap.
 TEST_P(recorder, a_stalled_writer_gives_a_gap_with_the_exact_count_then_a_fresh_snapshot) {
     scratch_directory recording, dump;
     pool_options o = options(1, 1);
@@ -241,6 +252,7 @@ TEST_P(recorder, a_stalled_writer_gives_a_gap_with_the_exact_count_then_a_fresh_
     recorder_options r = in_directory(recording.path(), 1'000'000, 8);
     r.ring_records = 8;
     r.flush_interval = std::chrono::hours(24);
+    const no_high_water_wake stalled;
     o.recording = r;
     auto pool = make_pool(o);
     settle();
@@ -557,7 +569,7 @@ TEST_P(recorder, a_process_killed_while_its_writer_writes_leaves_a_recording_tha
 // waiters) is lost alone: the ring has room for the gap, a segment start and the
 // snapshot after it, so the next step ends the gap (CONTRACT 8) without waiting for the
 // writer. The actor is fed by hand around a core scheduler; the writer never wakes on
-// its own, so the ring's room is what the steps left.
+// its own (its high-water wake off), so the ring's room is what the steps left.
 TEST(flight_recorder, a_step_too_big_for_the_ring_is_the_only_one_lost) {
     core::config c;
     c.max_slots = 1;
@@ -569,6 +581,7 @@ TEST(flight_recorder, a_step_too_big_for_the_ring_is_the_only_one_lost) {
     r.ring_records = 1;
     r.segment_events = 1'000'000;
     r.flush_interval = std::chrono::hours(24);
+    const no_high_water_wake stalled;
     detail::flight_recorder recorder(r, s);
     recorder.commit();  // as a pool's start does: the writer may write
     core::nanos now = 0;
@@ -670,6 +683,156 @@ INSTANTIATE_TEST_SUITE_P(formats, recorder, ::testing::Values(recording_format::
                          [](const ::testing::TestParamInfo<recording_format>& i) {
                              return i.param == recording_format::binary ? "binary" : "text";
                          });
+
+// Waits (polling, for 60 s at most: a deadline, never a measure) until `done()`.
+template <class Done>
+bool eventually(Done done) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (!done()) {
+        if (std::chrono::steady_clock::now() > deadline) return false;
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    return true;
+}
+
+// The writer's wake: by the actor when the ring is more than half full, by the clock
+// every flush_interval otherwise.
+class recorder_wake : public adapter {
+protected:
+    // `n` acquire → grant → release cycles (each two events, three records), settled.
+    void cycles(test_pool& pool, int n) {
+        for (int i = 0; i < n; ++i) {
+            outcome o;
+            pool.async_acquire(record(o));
+            settle();
+            ASSERT_TRUE(o.lease);
+            o.lease.release();
+            settle();
+        }
+    }
+
+    // Drops the pool and runs until its state is gone: its shutdown recorded, the
+    // recorder's writer drained and joined.
+    void end(std::unique_ptr<test_pool>& pool) {
+        const auto lifetime = pool->diagnostics().lifetime;
+        pool.reset();
+        settle();
+        run_due();
+        ASSERT_TRUE(lifetime.expired());
+    }
+};
+
+// A writer whose flush_interval is a day keeps up with a pool that pushes twelve and a
+// half rings' worth of records through a ring of about 1,000: the actor wakes it each time the ring
+// passes half full. Paced so that it can: after each eighth of a ring, the test waits
+// until at most half a ring of events is still to be written, which a writer that
+// drains whenever the ring is more than half full always reaches (an event is at least
+// one record), and which leaves the ring room for the next eighth (an event here is
+// one and a half records on average). Without the actor's wake nothing wakes this
+// writer before the end, and the first wait that needs it never ends.
+TEST_F(recorder_wake, a_writer_asleep_for_a_day_is_woken_when_the_ring_is_more_than_half_full) {
+    scratch_directory recording;
+    pool_options o = options(1, 1);
+    o.max_waiters = 2;  // a small snapshot: the ring is about ring_records
+    recorder_options r;
+    r.directory = recording.path();
+    r.segment_events = 1'000'000'000;
+    r.ring_records = 1024;
+    r.flush_interval = std::chrono::hours(24);
+    o.recording = r;
+    const std::uint64_t capacity = detail::flight_recorder::capacity(r, scheduler_config(o).resolved());
+    auto pool = make_pool(o);
+    settle();
+    const int batch = static_cast<int>(capacity / 24);  // 3 records a cycle: an eighth of the ring
+    for (int i = 0; i < 100; ++i) {
+        cycles(*pool, batch);
+        const std::uint64_t fed = pool->diagnostics().commands_fed;
+        ASSERT_TRUE(eventually([&] { return pool->recording_status()->events_written + capacity / 2 + 2 >= fed; }))
+            << "batch " << i << ": " << pool->recording_status()->events_written << " of " << fed
+            << " events written: the writer was not woken";
+    }
+    const std::uint64_t fed = pool->diagnostics().commands_fed;
+    const auto status = pool->recording_status();
+    ASSERT_TRUE(status);
+    EXPECT_GT(fed * 3 / 2, 10 * capacity);
+    EXPECT_EQ(status->events_lost, 0u);
+    EXPECT_EQ(status->gaps, 0u);
+    EXPECT_EQ(status->segments_started, 1u);
+    EXPECT_GT(status->writer_cpu_time.count(), 0);
+    end(pool);
+    const auto files = segment_files(recording.path());
+    ASSERT_EQ(files.size(), 1u);
+    const trace::trace t = read_segment(files[0]);
+    EXPECT_FALSE(t.gap);
+    EXPECT_EQ(t.steps.size(), fed + 2);  // + shutdown, retired
+}
+
+// Below the high-water mark the actor never wakes the writer; the clock does, every
+// flush_interval (10 ms by default): what a few steps leave in the ring is written
+// without a dump or the end.
+TEST_F(recorder_wake, below_the_high_water_mark_the_writer_still_wakes_every_flush_interval) {
+    pool_options o = options(1, 1);
+    recorder_options r;
+    r.memory_only = true;
+    o.recording = r;
+    auto pool = make_pool(o);
+    settle();
+    cycles(*pool, 10);
+    const std::uint64_t fed = pool->diagnostics().commands_fed;
+    EXPECT_TRUE(eventually([&] { return pool->recording_status()->events_written == fed; }))
+        << pool->recording_status()->events_written << " of " << fed << " events written";
+    EXPECT_EQ(pool->recording_status()->events_lost, 0u);
+    end(pool);
+}
+
+// The actor fed by hand around a core scheduler, the writer asleep for a day: the actor
+// posts at most once per half ring of records it pushes, and often enough for the writer
+// to keep up (each post is followed by one drain, which takes a ring at most). Paced as
+// above, by the writer's count of events written.
+TEST(flight_recorder, the_actor_wakes_the_writer_at_most_once_per_half_ring) {
+    core::config c;
+    c.max_slots = 1;
+    c.min_slots = 1;
+    c.max_waiters = 2;
+    core::scheduler s(c);
+    recorder_options r;
+    r.memory_only = true;
+    r.ring_records = 1024;
+    r.segment_events = 1'000'000'000;
+    r.flush_interval = std::chrono::hours(24);
+    const std::uint64_t capacity = detail::flight_recorder::capacity(r, s.configuration());
+    std::uint64_t records = 1 + s.snapshot_size();  // the first segment's start and snapshot
+    detail::flight_recorder recorder(r, s);
+    recorder.commit();  // as a pool's start does: the writer may write
+    core::nanos now = 0;
+    std::uint64_t waiter = 0, events = 0;
+    const auto feed = [&](const core::event& e) {
+        recorder.before_step(s);
+        const core::step_result result = s.step(e);
+        recorder.after_step(e, result);
+        records += 1 + result.effects.size();
+        ++events;
+        return result.effects.empty() ? std::uint64_t{0} : result.effects[0].lease;
+    };
+    feed(core::event::start(++now));
+    feed(core::event::spawned(++now, 0));
+    for (int batch = 0; batch < 200; ++batch) {
+        for (std::uint64_t i = 0; i < capacity / 24; ++i) {
+            const std::uint64_t lease = feed(core::event::acquire(++now, ++waiter, 1));
+            feed(core::event::release(++now, 0, lease, core::release_outcome::clean));
+        }
+        ASSERT_TRUE(eventually([&] { return recorder.status().events_written + capacity / 2 + 2 >= events; }))
+            << "batch " << batch << ": " << recorder.status().events_written << " of " << events
+            << " events written: the writer was not woken";
+    }
+    const recording_status status = recorder.status();
+    EXPECT_EQ(status.events_lost, 0u);
+    EXPECT_GT(records, 20 * capacity);
+    const std::uint64_t wakes = recorder.high_water_wakes();
+    EXPECT_LE(wakes, records / (capacity / 2) + 1);
+    EXPECT_GE(wakes + 1, records / capacity);
+    EXPECT_GT(recorder.writer_cpu_time().count(), 0);
+}
 
 }  // namespace
 }  // namespace fairpool::testing

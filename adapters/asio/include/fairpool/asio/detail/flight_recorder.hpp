@@ -8,18 +8,37 @@
 //            step, the step is dropped and counted (a gap); once the ring has room for
 //            a gap record, a segment start and a whole snapshot again, the gap is
 //            pushed and a new segment starts with a fresh snapshot.
-//   writer   a thread of its own, waking every flush_interval (never woken per record:
-//            that would cost the actor a syscall a step), and for dump_recording and
-//            the recorder's end: drains the ring into the flight_writer.
+//   writer   a thread of its own, waking every flush_interval, for dump_recording and
+//            the recorder's end, and when the actor wakes it: drains the ring into the
+//            flight_writer.
+//
+// The wake: a POSIX semaphore (sem_post never blocks; it makes a system call only when
+// the writer is waiting in sem_clockwait). The actor posts when a step leaves more than
+// half the ring used (its high-water mark), at most once per half ring of records it
+// pushes: after a post, the next waits for capacity/2 more records. Each post is
+// followed by a drain that begins after it and takes everything pushed before it; so
+// while the ring is more than half full, either a post is still to be served or more
+// than half a ring was pushed since the last post, and the step that pushed the last of
+// them posted. The ring never stays above its high-water mark until flush_interval. The
+// actor's count of records pushed and the point of its next post are its own (no
+// atomic, no fence): the check is two compares after the load of the ring's room the
+// step makes anyway. commit, dump_recording and the end post the same semaphore, after
+// saying why under the mutex.
 //
 // The ring is a single-producer single-consumer queue: the actor is one producer at a
 // time (whichever thread holds it; taking the actor orders it after the last holder),
 // the writer thread the one consumer.
 #include <boost/lockfree/spsc_queue.hpp>
 #include <boost/system/error_code.hpp>
+#include <pthread.h>
+#include <semaphore.h>
+
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
+#include <chrono>
 #include <condition_variable>
+#include <ctime>
 #include <filesystem>
 #include <mutex>
 #include <thread>
@@ -58,17 +77,33 @@ public:
     }
     void after_step(const core::event& e, const core::step_result& r) noexcept {
         ++events_seen_;
-        if (in_gap_ || ring_.write_available() <= r.effects.size()) [[unlikely]]
+        const std::size_t room = ring_.write_available();
+        const std::size_t records = 1 + r.effects.size();
+        if (in_gap_ || room < records) [[unlikely]]
             return lose_step();
         ring_.push(flight_record{step_record{e, static_cast<std::uint32_t>(r.effects.size()), r.error}});
         for (const core::effect& f : r.effects) ring_.push(flight_record{f});
         --events_left_;
+        pushed(records, room - records);
     }
 
     // Blocks until the writer has drained the ring and written the retained segments
     // into `dir`. From any thread but the actor.
     [[nodiscard]] boost::system::error_code dump(const std::filesystem::path& dir);
     [[nodiscard]] recording_status status() const;
+    // The writer thread's CPU time so far, user and system (its thread's CPU clock,
+    // pthread_getcpuclockid); what it had at its end once it has ended. Any thread.
+    [[nodiscard]] std::chrono::nanoseconds writer_cpu_time() const noexcept;
+    // The actor's high-water posts so far (at most one per half ring of records pushed).
+    [[nodiscard]] std::uint64_t high_water_wakes() const noexcept {
+        return high_water_wakes_.load(std::memory_order_relaxed);
+    }
+
+    // The seam for a writer that stalls (the tests' gap path) or drains only at the end
+    // (bench/scenarios/recorder.cpp): while false, the actor never posts at its
+    // high-water mark, so a writer whose flush_interval is hours drains only for a dump
+    // and at the end. True everywhere else.
+    static inline std::atomic<bool> wake_at_high_water{true};
 
     // The ring's capacity for these options and this (resolved) config.
     [[nodiscard]] static std::size_t capacity(const recorder_options& o, const core::config& resolved) noexcept {
@@ -84,14 +119,27 @@ private:
 
     void start_segment(const core::scheduler& core) noexcept;
     void lose_step() noexcept;
+    // The actor pushed `records`, leaving `room`: past the high-water mark (more than half
+    // the ring used) and half a ring past the last post, it wakes the writer.
+    void pushed(std::size_t records, std::size_t room) noexcept {
+        pushed_ += records;
+        if (room < high_water_room_ && pushed_ >= next_wake_at_) [[unlikely]]
+            wake_writer();
+    }
+    void wake_writer() noexcept;
+    void post() noexcept { ::sem_post(&wake_); }  // fails only past SEM_VALUE_MAX posts unserved
     // Only the actor writes these counters: a load and a store, not a read-modify-write.
     static void bump(std::atomic<std::uint64_t>& counter) noexcept {
         counter.store(counter.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
     }
     void run_writer();
     void drain();
+    [[nodiscard]] static std::chrono::nanoseconds cpu_time(clockid_t clock) noexcept;
 
     const recorder_options options_;
+    const std::size_t capacity_;
+    // The ring's room below which it is more than half full.
+    const std::size_t high_water_room_ = capacity_ - capacity_ / 2;
     boost::lockfree::spsc_queue<flight_record> ring_;
 
     // The actor's.
@@ -105,14 +153,19 @@ private:
     // count of the state.
     std::size_t room_lacking_ = 0;
     bool in_gap_ = false;
+    std::uint64_t pushed_ = 0;        // records pushed into the ring
+    std::uint64_t next_wake_at_ = 0;  // pushed_ at which a post is due again (half a ring past the last)
 
     // Written by the actor, read by status().
     std::atomic<std::uint64_t> segments_started_{0};
     std::atomic<std::uint64_t> events_lost_{0};
     std::atomic<std::uint64_t> gaps_{0};
+    std::atomic<std::uint64_t> high_water_wakes_{0};
 
+    // The writer's wake: posted by the actor (its high-water mark), commit, dump and the
+    // end; the writer waits on it, until flush_interval has passed at most.
+    sem_t wake_{};
     mutable std::mutex mutex_;
-    std::condition_variable wake_;  // the writer: a dump request or the end
     std::condition_variable dumped_;
     std::vector<dump_request*> requests_;  // guarded by mutex_
     bool stopping_ = false;                 // guarded by mutex_
@@ -120,18 +173,27 @@ private:
     recording_status written_;              // guarded by mutex_: the writer's part, after each drain
 
     flight_writer writer_;  // the writer thread's (the destructor's after the join)
+    // The writer thread's CPU clock; its reading at the thread's end (-1 before).
+    clockid_t writer_clock_{};
+    bool writer_clock_known_ = false;
+    std::atomic<std::int64_t> writer_cpu_at_end_{-1};
     std::thread thread_;
 };
 
 inline flight_recorder::flight_recorder(const recorder_options& o, const core::scheduler& core)
-    : options_(o), ring_(capacity(o, core.configuration())), writer_(o, core.configuration()) {
+    : options_(o),
+      capacity_(capacity(o, core.configuration())),
+      ring_(capacity_),
+      writer_(o, core.configuration()) {
     // Touch every page of the ring once, here: otherwise the actor takes the kernel's
     // first-touch page faults (a lazy allocation) as it first fills the ring.
     while (ring_.push(flight_record{gap_record{}})) {
     }
     ring_.consume_all([](const flight_record&) {});
+    ::sem_init(&wake_, 0, 0);  // cannot fail: not shared between processes, value 0
     start_segment(core);
     thread_ = std::thread([this] { run_writer(); });
+    writer_clock_known_ = ::pthread_getcpuclockid(thread_.native_handle(), &writer_clock_) == 0;
 }
 
 inline flight_recorder::~flight_recorder() {
@@ -139,8 +201,9 @@ inline flight_recorder::~flight_recorder() {
         std::lock_guard lock(mutex_);
         stopping_ = true;
     }
-    wake_.notify_one();
+    post();
     thread_.join();
+    ::sem_destroy(&wake_);
     if (!committed_) return;  // the pool was never made: what the ring holds is dropped
     if (in_gap_ && lost_ > 0) {
         writer_.consume(flight_record{gap_record{lost_}});
@@ -160,6 +223,7 @@ inline flight_recorder::~flight_recorder() {
             return;
         }
         ring_.push(flight_record{gap_record{lost_}});
+        ++pushed_;
         bump(gaps_);
         in_gap_ = false;
         lost_ = 0;
@@ -173,6 +237,15 @@ inline flight_recorder::~flight_recorder() {
     core.snapshot(put);
     events_left_ = options_.segment_events;
     bump(segments_started_);
+    pushed(1 + snapshot, ring_.write_available());
+}
+
+// Rare: at most once per half ring of records.
+[[gnu::noinline]] inline void flight_recorder::wake_writer() noexcept {
+    if (!wake_at_high_water.load(std::memory_order_relaxed)) return;
+    next_wake_at_ = pushed_ + capacity_ / 2;
+    bump(high_water_wakes_);
+    post();
 }
 
 [[gnu::noinline]] inline void flight_recorder::lose_step() noexcept {
@@ -190,30 +263,51 @@ inline void flight_recorder::commit() noexcept {
         std::lock_guard lock(mutex_);
         committed_ = true;
     }
-    wake_.notify_one();
+    post();
 }
 
 inline void flight_recorder::run_writer() {
+    // The CPU time this thread had, for writer_cpu_time once it has ended.
+    struct at_end {
+        flight_recorder& r;
+        ~at_end() { r.writer_cpu_at_end_.store(cpu_time(CLOCK_THREAD_CPUTIME_ID).count(), std::memory_order_release); }
+    } end{*this};
     // validate() refuses a longer interval; a recorder made without it still must not
     // wait until an overflowed time (an overflowed deadline is in the past: a busy loop).
     const auto interval = std::min(options_.flush_interval, recorder_options::max_flush_interval);
-    {
-        // Nothing is written before the pool is made: a construction that throws later
-        // leaves no file behind (~flight_recorder).
-        std::unique_lock lock(mutex_);
-        wake_.wait(lock, [this] { return committed_ || stopping_; });
-        if (!committed_) return;
+    // Nothing is written before the pool is made: a construction that throws later
+    // leaves no file behind (~flight_recorder). Each commit and the end post once, after
+    // saying so under the mutex: every wake here is followed by a look.
+    for (;;) {
+        while (::sem_wait(&wake_) != 0) {  // EINTR
+        }
+        std::lock_guard lock(mutex_);
+        if (stopping_ && !committed_) return;
+        if (committed_) break;
     }
+    // The wait above may have taken a post of the actor's (steps before the commit, or
+    // the first segment's snapshot, left the ring more than half full): drain at once then.
+    bool woken = high_water_wakes_.load(std::memory_order_relaxed) > 0;
     std::vector<dump_request*> serving;
     for (;;) {
+        if (!woken) {
+            timespec deadline{};
+            ::clock_gettime(CLOCK_MONOTONIC, &deadline);
+            const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(interval).count() + deadline.tv_nsec;
+            deadline.tv_sec += static_cast<std::time_t>(ns / 1'000'000'000);
+            deadline.tv_nsec = static_cast<long>(ns % 1'000'000'000);
+            // Until a post (the actor's high-water mark, a dump, the end) or the deadline.
+            while (::sem_clockwait(&wake_, CLOCK_MONOTONIC, &deadline) != 0 && errno == EINTR) {
+            }
+        }
+        woken = false;
         bool stop = false;
         {
-            std::unique_lock lock(mutex_);
-            wake_.wait_for(lock, interval, [this] { return stopping_ || !requests_.empty(); });
+            std::lock_guard lock(mutex_);
             serving.swap(requests_);
             stop = stopping_;
         }
-        drain();  // what was pushed before each request and before the stop
+        drain();  // what was pushed before each request, before the stop, and before each post
         for (dump_request* r : serving) r->result = writer_.dump(r->dir);
         {
             std::lock_guard lock(mutex_);
@@ -236,7 +330,7 @@ inline boost::system::error_code flight_recorder::dump(const std::filesystem::pa
     request.dir = dir;
     std::unique_lock lock(mutex_);
     requests_.push_back(&request);
-    wake_.notify_one();
+    post();
     dumped_.wait(lock, [&request] { return request.done; });
     return request.result;
 }
@@ -250,7 +344,21 @@ inline recording_status flight_recorder::status() const {
     s.segments_started = segments_started_.load(std::memory_order_relaxed);
     s.events_lost = events_lost_.load(std::memory_order_relaxed);
     s.gaps = gaps_.load(std::memory_order_relaxed);
+    s.writer_cpu_time = writer_cpu_time();
     return s;
+}
+
+inline std::chrono::nanoseconds flight_recorder::cpu_time(clockid_t clock) noexcept {
+    timespec t{};
+    if (::clock_gettime(clock, &t) != 0) return std::chrono::nanoseconds(-1);
+    return std::chrono::seconds(t.tv_sec) + std::chrono::nanoseconds(t.tv_nsec);
+}
+
+inline std::chrono::nanoseconds flight_recorder::writer_cpu_time() const noexcept {
+    if (const std::int64_t at_end = writer_cpu_at_end_.load(std::memory_order_acquire); at_end >= 0)
+        return std::chrono::nanoseconds(at_end);
+    const std::chrono::nanoseconds t = writer_clock_known_ ? cpu_time(writer_clock_) : std::chrono::nanoseconds(-1);
+    return t.count() >= 0 ? t : std::chrono::nanoseconds(0);
 }
 
 }  // namespace fairpool::detail
