@@ -2,8 +2,8 @@
 // segment files on local disk. A recorder whose writer never wakes by itself (a flush
 // interval of hours, the actor's high-water wake off) is given `steps` round-trip steps
 // of a real scheduler (an acquire and its grant, a release), all held by its ring; its
-// destruction then wakes the writer, which drains them all, formats them (trace format
-// v2) and writes the files. Timed: that drain, to the files closed.
+// destruction then wakes the writer, which drains them all, copies them into blocks of
+// trace format v3 and writes the files. Timed: that drain, to the files closed.
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -27,7 +27,7 @@ writer_result drain_once(std::size_t steps) {
     const fairpool::core::config resolved = c.resolved();
     fairpool::core::scheduler core(resolved, 1);
     fairpool::recorder_options r = bench_recorder_options();
-    r.ring_records = static_cast<std::uint32_t>(2 * steps + 16);  // an event and its grant, a release
+    r.ring_bytes = static_cast<std::uint32_t>(41 * steps + 4096);  // v3: an acquire and its grant 54 bytes, a release 28
     r.flush_interval = std::chrono::hours(24);
     std::size_t records = 0, events = 0;
     // Off for this drain only (flight_recorder::wake_at_high_water): else the actor

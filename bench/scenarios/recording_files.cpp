@@ -56,8 +56,8 @@ recorded record(const fs::path& dir, fairpool::recording_format format, std::uin
         while (fed < events) {
             const auto granted = feed(fairpool::core::event::acquire(++now, ++waiter, 1));
             feed(fairpool::core::event::release(++now, 0, granted.effects.front().lease));
-            if (fed % 8192 == 0)  // 3 records a cycle: stay within half the default ring of the writer
-                while (fed - recorder.status().events_written > r.ring_records / 6) std::this_thread::yield();
+            if (fed % 8192 == 0)  // 41 bytes an event: stay within half the default ring of the writer
+                while (fed - recorder.status().events_written > r.ring_bytes / 41 / 2) std::this_thread::yield();
         }
         if (recorder.status().events_lost != 0) {
             std::fprintf(stderr, "recording_files: events lost\n");

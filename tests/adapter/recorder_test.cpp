@@ -248,9 +248,9 @@ public:
 TEST_P(recorder, a_stalled_writer_gives_a_gap_with_the_exact_count_then_a_fresh_snapshot) {
     scratch_directory recording, dump;
     pool_options o = options(1, 1);
-    o.max_waiters = 2;  // a small snapshot: the ring's room beyond it is 8 + 4 records
+    o.max_waiters = 2;  // a small snapshot: the ring's room beyond it is a few cycles
     recorder_options r = in_directory(recording.path(), 1'000'000, 8);
-    r.ring_records = 8;
+    r.ring_bytes = 400;
     r.flush_interval = std::chrono::hours(24);
     const no_high_water_wake stalled;
     o.recording = r;
@@ -569,7 +569,10 @@ TEST_P(recorder, a_process_killed_while_its_writer_writes_leaves_a_recording_tha
 // waiters) is lost alone: the ring has room for the gap, a segment start and the
 // snapshot after it, so the next step ends the gap (CONTRACT 8) without waiting for the
 // writer. The actor is fed by hand around a core scheduler; the writer never wakes on
-// its own (its high-water wake off), so the ring's room is what the steps left.
+// its own (its high-water wake off), so the ring's room is what the steps left: the
+// cycles before the waiters are as many as leave it 1,500 bytes for the deregistration,
+// which needs max_step_bytes(100) = 2,252 to be copied, where the gap, the segment
+// start and a snapshot of the state after it (a handful of records) need far less.
 TEST(flight_recorder, a_step_too_big_for_the_ring_is_the_only_one_lost) {
     core::config c;
     c.max_slots = 1;
@@ -578,10 +581,15 @@ TEST(flight_recorder, a_step_too_big_for_the_ring_is_the_only_one_lost) {
     core::scheduler s(c);
     recorder_options r;
     r.memory_only = true;
-    r.ring_records = 1;
+    r.ring_bytes = 1;
     r.segment_events = 1'000'000;
     r.flush_interval = std::chrono::hours(24);
     const no_high_water_wake stalled;
+    const std::uint64_t capacity = detail::flight_recorder::capacity(r, s.configuration());
+    std::vector<unsigned char> scratch(1 << 16);
+    std::uint64_t pushed = detail::ring_record::segment_bytes;  // bytes: the segment start and snapshot
+    for (const core::snapshot_record& record : trace::snapshot_of(s))
+        pushed += static_cast<std::uint64_t>(trace::v3::put_snapshot_record(scratch.data(), record) - scratch.data());
     detail::flight_recorder recorder(r, s);
     recorder.commit();  // as a pool's start does: the writer may write
     core::nanos now = 0;
@@ -590,6 +598,8 @@ TEST(flight_recorder, a_step_too_big_for_the_ring_is_the_only_one_lost) {
         recorder.before_step(s);
         const core::step_result result = s.step(e);
         recorder.after_step(e, result);
+        pushed += static_cast<std::uint64_t>(trace::v3::put_step(scratch.data(), e, result.effects, result.error) -
+                                             scratch.data());
         return result.effects.empty() ? std::uint64_t{0} : result.effects[0].lease;
     };
     const auto cycle = [&] {
@@ -598,12 +608,17 @@ TEST(flight_recorder, a_step_too_big_for_the_ring_is_the_only_one_lost) {
     };
     feed(core::event::start(++now));
     feed(core::event::spawned(++now, 0));
-    for (int i = 0; i < 110; ++i) cycle();  // 3 records each: the ring's room goes down to about 160
-    const std::uint64_t held = feed(core::event::acquire(++now, ++waiter, 1));
-    for (int i = 0; i < 100; ++i) feed(core::event::acquire(++now, ++waiter, 2));  // queued: 1 record each
+    constexpr std::uint64_t held = 54, queued = 100 * 32, room_left = 1500;  // an acquire granted; 100 queued
+    ASSERT_GT(capacity, pushed + held + queued + room_left);
+    const std::uint64_t cycles = (capacity - pushed - held - queued - room_left) / 82;  // 82 bytes a cycle
+    for (std::uint64_t i = 0; i < cycles; ++i) cycle();
+    const std::uint64_t lease = feed(core::event::acquire(++now, ++waiter, 1));
+    for (int i = 0; i < 100; ++i) feed(core::event::acquire(++now, ++waiter, 2));  // queued
+    ASSERT_EQ(recorder.status().events_lost, 0u);
+    ASSERT_LT(capacity - pushed, trace::v3::max_step_bytes(100));
     feed(core::event::deregister(++now, 2));  // 1 + 100 records: lost
     ASSERT_EQ(recorder.status().events_lost, 1u);
-    feed(core::event::release(++now, 0, held, core::release_outcome::clean));
+    feed(core::event::release(++now, 0, lease, core::release_outcome::clean));
     for (int i = 0; i < 3; ++i) cycle();
     const recording_status status = recorder.status();
     EXPECT_EQ(status.events_lost, 1u);
@@ -617,7 +632,7 @@ TEST(flight_recorder, a_step_too_big_for_the_ring_is_the_only_one_lost) {
     const trace::trace first = read_segment(files[0]), second = read_segment(files[1]);
     ASSERT_TRUE(first.gap && second.segment);
     EXPECT_EQ(first.gap->events, 1u);
-    EXPECT_EQ(first.steps.size(), 2u + 220u + 1u + 100u);
+    EXPECT_EQ(first.steps.size(), 2u + 2 * cycles + 1u + 100u);
     EXPECT_EQ(second.segment->events_before, first.steps.size() + 1);
     EXPECT_EQ(second.steps.size(), 7u);
     EXPECT_FALSE(second.gap);
@@ -655,10 +670,10 @@ TEST_P(recorder, invalid_recorder_options_are_refused_naming_the_field) {
     EXPECT_EQ(refusal(r), "recording.segment_events: must be at least 1");
     r = good, r.keep_segments = 0;
     EXPECT_EQ(refusal(r), "recording.keep_segments: must be at least 1");
-    r = good, r.ring_records = 0;
-    EXPECT_EQ(refusal(r), "recording.ring_records: must be at least 1");
-    r = good, r.ring_records = (1U << 26) + 1;
-    EXPECT_EQ(refusal(r), "recording.ring_records: 67108865 is above 67108864");
+    r = good, r.ring_bytes = 0;
+    EXPECT_EQ(refusal(r), "recording.ring_bytes: must be at least 1");
+    r = good, r.ring_bytes = (1U << 30) + 1;
+    EXPECT_EQ(refusal(r), "recording.ring_bytes: 1073741825 is above 1073741824");
     r = good, r.flush_interval = std::chrono::milliseconds(0);
     EXPECT_EQ(refusal(r), "recording.flush_interval: must be positive");
     // Longer would overflow the writer's wait (milliseconds::max() made it spin).
@@ -722,39 +737,38 @@ protected:
     }
 };
 
-// A writer whose flush_interval is a day keeps up with a pool that pushes twelve and a
-// half rings' worth of records through a ring of about 1,000: the actor wakes it each time the ring
-// passes half full. Paced so that it can: after each eighth of a ring, the test waits
-// until at most half a ring of events is still to be written, which a writer that
-// drains whenever the ring is more than half full always reaches (an event is at least
-// one record), and which leaves the ring room for the next eighth (an event here is
-// one and a half records on average). Without the actor's wake nothing wakes this
-// writer before the end, and the first wait that needs it never ends.
+// A writer whose flush_interval is a day keeps up with a pool that pushes more than ten
+// rings' worth of bytes through a ring of about 4 KiB: the actor wakes it each time the
+// ring passes half full. Paced so that it can: after each eighth of a ring, the test
+// waits until at most half a ring of events is still to be written (a cycle here is two
+// events, 82 bytes), which a writer that drains whenever the ring is more than half full
+// always reaches, and which leaves the ring room for the next eighth. Without the actor's wake nothing wakes this writer before the end, and the
+// first wait that needs it never ends.
 TEST_F(recorder_wake, a_writer_asleep_for_a_day_is_woken_when_the_ring_is_more_than_half_full) {
     scratch_directory recording;
     pool_options o = options(1, 1);
-    o.max_waiters = 2;  // a small snapshot: the ring is about ring_records
+    o.max_waiters = 2;  // a small snapshot: the ring is about ring_bytes
     recorder_options r;
     r.directory = recording.path();
     r.segment_events = 1'000'000'000;
-    r.ring_records = 1024;
+    r.ring_bytes = 4096;
     r.flush_interval = std::chrono::hours(24);
     o.recording = r;
     const std::uint64_t capacity = detail::flight_recorder::capacity(r, scheduler_config(o).resolved());
     auto pool = make_pool(o);
     settle();
-    const int batch = static_cast<int>(capacity / 24);  // 3 records a cycle: an eighth of the ring
+    const int batch = static_cast<int>(capacity / (8 * 82));  // 82 bytes a cycle: an eighth of the ring
     for (int i = 0; i < 100; ++i) {
         cycles(*pool, batch);
         const std::uint64_t fed = pool->diagnostics().commands_fed;
-        ASSERT_TRUE(eventually([&] { return pool->recording_status()->events_written + capacity / 2 + 2 >= fed; }))
+        ASSERT_TRUE(eventually([&] { return pool->recording_status()->events_written + capacity / 82 + 2 >= fed; }))
             << "batch " << i << ": " << pool->recording_status()->events_written << " of " << fed
             << " events written: the writer was not woken";
     }
     const std::uint64_t fed = pool->diagnostics().commands_fed;
     const auto status = pool->recording_status();
     ASSERT_TRUE(status);
-    EXPECT_GT(fed * 3 / 2, 10 * capacity);
+    EXPECT_GT(fed / 2 * 82, 10 * capacity);
     EXPECT_EQ(status->events_lost, 0u);
     EXPECT_EQ(status->gaps, 0u);
     EXPECT_EQ(status->segments_started, 1u);
@@ -786,9 +800,10 @@ TEST_F(recorder_wake, below_the_high_water_mark_the_writer_still_wakes_every_flu
 }
 
 // The actor fed by hand around a core scheduler, the writer asleep for a day: the actor
-// posts at most once per half ring of records it pushes, and often enough for the writer
+// posts at most once per half ring of bytes it pushes, and often enough for the writer
 // to keep up (each post is followed by one drain, which takes a ring at most). Paced as
-// above, by the writer's count of events written.
+// above, by the writer's count of events written. The bytes pushed are counted exactly:
+// each step's v3 records, the segment marker and the snapshot's records.
 TEST(flight_recorder, the_actor_wakes_the_writer_at_most_once_per_half_ring) {
     core::config c;
     c.max_slots = 1;
@@ -797,11 +812,14 @@ TEST(flight_recorder, the_actor_wakes_the_writer_at_most_once_per_half_ring) {
     core::scheduler s(c);
     recorder_options r;
     r.memory_only = true;
-    r.ring_records = 1024;
+    r.ring_bytes = 4096;
     r.segment_events = 1'000'000'000;
     r.flush_interval = std::chrono::hours(24);
     const std::uint64_t capacity = detail::flight_recorder::capacity(r, s.configuration());
-    std::uint64_t records = 1 + s.snapshot_size();  // the first segment's start and snapshot
+    std::vector<unsigned char> scratch(4096);
+    std::uint64_t records = detail::ring_record::segment_bytes;  // bytes: the first segment's start and snapshot
+    for (const core::snapshot_record& record : trace::snapshot_of(s))
+        records += static_cast<std::uint64_t>(trace::v3::put_snapshot_record(scratch.data(), record) - scratch.data());
     detail::flight_recorder recorder(r, s);
     recorder.commit();  // as a pool's start does: the writer may write
     core::nanos now = 0;
@@ -810,18 +828,19 @@ TEST(flight_recorder, the_actor_wakes_the_writer_at_most_once_per_half_ring) {
         recorder.before_step(s);
         const core::step_result result = s.step(e);
         recorder.after_step(e, result);
-        records += 1 + result.effects.size();
+        records += static_cast<std::uint64_t>(trace::v3::put_step(scratch.data(), e, result.effects, result.error) -
+                                              scratch.data());
         ++events;
         return result.effects.empty() ? std::uint64_t{0} : result.effects[0].lease;
     };
     feed(core::event::start(++now));
     feed(core::event::spawned(++now, 0));
     for (int batch = 0; batch < 200; ++batch) {
-        for (std::uint64_t i = 0; i < capacity / 24; ++i) {
+        for (std::uint64_t i = 0; i < capacity / (8 * 82); ++i) {
             const std::uint64_t lease = feed(core::event::acquire(++now, ++waiter, 1));
             feed(core::event::release(++now, 0, lease, core::release_outcome::clean));
         }
-        ASSERT_TRUE(eventually([&] { return recorder.status().events_written + capacity / 2 + 2 >= events; }))
+        ASSERT_TRUE(eventually([&] { return recorder.status().events_written + capacity / 82 + 2 >= events; }))
             << "batch " << batch << ": " << recorder.status().events_written << " of " << events
             << " events written: the writer was not woken";
     }

@@ -722,7 +722,7 @@ void expect_recording_replays_identically(stress_config c, stress_report& report
     r.directory = directory.path();
     r.segment_events = std::max<std::uint64_t>(c.cycles / 4, 1);
     r.keep_segments = 1000;    // all of them: the chain from segment 0
-    r.ring_records = 1 << 19;  // the whole run fits even if the writer never woke: no gap
+    r.ring_bytes = 1U << 25;  // the whole run fits even if the writer never woke: no gap
     c.recording = r;
     stress_harness h(c);
     report = h.run();

@@ -410,61 +410,12 @@ const decoded_step* cursor::next() {
 
 namespace {
 
-// The bytes of an event record's fields after its 16-byte head, by kind.
-std::size_t event_fields_bytes(core::event_kind k, std::uint8_t flags) noexcept {
-    switch (k) {
-        case core::event_kind::acquire:
-            return 16 + ((flags & layout::has_deadline) ? 8 : 0) + ((flags & layout::has_weight) ? 4 : 0) +
-                   ((flags & layout::has_max_leases) ? 8 : 0);
-        case core::event_kind::cancel:
-        case core::event_kind::deregister: return 8;
-        case core::event_kind::release: return 12;
-        case core::event_kind::resize: return 16;
-        case core::event_kind::spawned:
-        case core::event_kind::spawn_failed:
-        case core::event_kind::retired:
-        case core::event_kind::died:
-        case core::event_kind::checked:
-        case core::event_kind::reset_done: return 4;
-        case core::event_kind::start:
-        case core::event_kind::tick:
-        case core::event_kind::shutdown: return 0;
-    }
-    return 0;
-}
-
 // A view of trusted bytes as `fields` wants them: its bounds are the record's own size.
 fields trusted(const unsigned char* p, std::size_t n) noexcept {
     return fields(std::string_view(reinterpret_cast<const char*>(p), n), 0, n);
 }
 
 }  // namespace
-
-std::size_t event_record_bytes(const unsigned char* event) noexcept {
-    return 16 + event_fields_bytes(static_cast<core::event_kind>(event[0]), event[1]);
-}
-
-std::uint32_t effect_count_of(const unsigned char* event) noexcept { return get<std::uint32_t>(event + 4); }
-
-std::size_t effect_record_bytes(const unsigned char* effect) noexcept {
-    switch (static_cast<core::effect_kind>(effect[0])) {
-        case core::effect_kind::grant: return 22;
-        case core::effect_kind::reject: return 10;
-        case core::effect_kind::leak_suspected: return 14;
-        case core::effect_kind::spawn:
-        case core::effect_kind::retire:
-        case core::effect_kind::check:
-        case core::effect_kind::reset: return 6;
-        case core::effect_kind::closed: return 2;
-    }
-    return 2;
-}
-
-std::size_t step_bytes(const unsigned char* event) noexcept {
-    std::size_t n = event_record_bytes(event);
-    for (std::uint32_t i = effect_count_of(event); i > 0; --i) n += effect_record_bytes(event + n);
-    return n;
-}
 
 std::size_t snapshot_record_bytes(const unsigned char* record) noexcept {
     using tag = layout::snapshot_tag;

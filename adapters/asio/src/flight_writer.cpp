@@ -32,12 +32,11 @@ std::string error_text(int code) { return std::error_code(code, std::generic_cat
 // A drain's text is written when it ends, and sooner once it passes this: the batch of a
 // ring of 2^26 records is not formatted whole in memory.
 constexpr std::size_t batch_limit = std::size_t{1} << 20;
-// Binary: a block is written once its steps pass this many bytes (and at each drain's
-// end). The buffer holds one block of that size plus the largest ordinary step; a step
-// larger than the room left makes it grow (a shutdown rejecting thousands of waiters),
-// once.
-constexpr std::size_t block_limit = std::size_t{64} << 10;
-constexpr std::size_t block_room = trace::v3::block_header_bytes + block_limit + trace::v3::max_step_bytes(64);
+// Binary: a block is written once its steps pass block_limit bytes (and at each drain's
+// end). The buffer holds two blocks' worth: a run of steps (at most block_limit, or one
+// step) joins a block short of the limit; a step larger than that makes it grow (a
+// shutdown rejecting thousands of waiters), once.
+constexpr std::size_t block_room = trace::v3::block_header_bytes + 2 * flight_writer::block_limit;
 
 // Writes all of `text` at `offset`: 0, or the errno of the write that failed.
 int write_at(int fd, std::string_view text, std::uint64_t offset) {
@@ -66,7 +65,8 @@ flight_writer::flight_writer(recorder_options o, const core::config& resolved)
     snapshot_.reserve(static_cast<std::size_t>(core::max_snapshot_records(resolved)));
     if (binary_) {
         block_.resize(block_room);
-        block_end_ = whole_end_ = trace::v3::block_header_bytes;
+        block_end_ = trace::v3::block_header_bytes;
+        snapshot_bytes_.reserve(detail::ring_record::max_snapshot_bytes(resolved));
     } else {
         effects_.reserve(64);
     }
@@ -88,110 +88,73 @@ std::ostream* flight_writer::out() noexcept {
     return failed_ ? nullptr : &batch_out_;
 }
 
-void flight_writer::consume(const flight_record& r) {
-    if (binary_) return encode(r);
-    if (const auto* s = std::get_if<step_record>(&r)) {
-        step_ = *s;
-        effects_.clear();
-        if (s->effect_count == 0) write_step();
-    } else if (const auto* f = std::get_if<core::effect>(&r)) {
-        if (!step_) return;  // cannot happen: effects follow their step
-        effects_.push_back(*f);
-        if (effects_.size() == step_->effect_count) write_step();
-    } else if (const auto* snap = std::get_if<core::snapshot_record>(&r)) {
-        if (!starting_) return;
-        snapshot_.push_back(*snap);
-        if (std::holds_alternative<core::snapshot_end>(*snap)) begin_segment();
-    } else if (const auto* seg = std::get_if<segment_start>(&r)) {
-        open_ = false;
-        step_.reset();
-        starting_ = *seg;
-        snapshot_.clear();
-    } else if (const auto* gap = std::get_if<gap_record>(&r)) {
-        if (std::ostream* o = out()) trace::write_gap(*o, gap->events);
-        step_.reset();
-    }
+void flight_writer::segment(const segment_start& s, std::uint32_t records) {
+    if (binary_ && open_ && (options_.memory_only || !failed_)) write_block();  // the segment before ends
+    open_ = false;
+    starting_ = s;
+    snapshot_.clear();
+    snapshot_bytes_.clear();
+    snapshot_records_ = snapshot_left_ = records;
+    if (records == 0) begin_segment();
 }
 
-void flight_writer::write_step() {
-    if (std::ostream* o = out()) {
-        trace::write_step(*o, step_->event, effects_, step_->error);
+void flight_writer::snapshot_record(const unsigned char* p, std::size_t n) {
+    if (!starting_ || snapshot_left_ == 0) return;  // cannot happen: records follow their segment's start
+    if (binary_) snapshot_bytes_.insert(snapshot_bytes_.end(), p, p + n);
+    else snapshot_.push_back(trace::v3::decode_snapshot_record(p));
+    if (--snapshot_left_ == 0) begin_segment();
+}
+
+void flight_writer::steps(const unsigned char* p, std::size_t n, std::uint32_t steps) {
+    if (!open_) return;
+    if (binary_) {
+        if (!options_.memory_only && failed_) return;
+        if (block_end_ + n > block_.size()) {
+            write_block();
+            if (block_end_ + n > block_.size()) block_.resize(block_end_ + n);  // a huge step: once
+        }
+        std::memcpy(block_.data() + block_end_, p, n);
+        block_end_ += n;
+        block_steps_ += steps;
+        if (block_end_ - trace::v3::block_header_bytes >= block_limit) write_block();
+        return;
+    }
+    for (const unsigned char* end = p + n; p < end; p += trace::v3::step_bytes(p)) {
+        std::ostream* o = out();
+        if (o == nullptr) return;
+        core::event e;
+        core::event_error error = core::event_error::ok;
+        trace::v3::decode_step(p, e, error, effects_);
+        trace::write_step(*o, e, effects_, error);
         if (options_.memory_only) ++events_written_;
         else ++batch_events_;
-    }
-    step_.reset();
-    if (batch_.text.size() >= batch_limit) write_batch();
-}
-
-// Binary: the ring's records copied field by field into the block (trace format v3).
-void flight_writer::encode(const flight_record& r) {
-    using trace::v3::block_header_bytes;
-    const bool writing = open_ && (options_.memory_only || !failed_);
-    const auto room_for = [this](std::size_t bytes) {
-        if (block_end_ + bytes <= block_.size()) return;
-        write_block();  // the whole steps out: the step being read moves to the front
-        if (block_end_ + bytes > block_.size()) block_.resize(block_end_ + bytes);  // a huge step: once
-    };
-    const auto step_done = [this] {
-        in_step_ = false;
-        whole_end_ = block_end_;
-        ++block_steps_;
-        if (whole_end_ - block_header_bytes >= block_limit) write_block();
-    };
-    if (const auto* s = std::get_if<step_record>(&r)) {
-        in_step_ = true;
-        effects_left_ = s->effect_count;
-        block_end_ = whole_end_;  // a step cut short before (cannot happen) is dropped
-        if (writing) {
-            room_for(trace::v3::max_event_bytes);
-            block_end_ = static_cast<std::size_t>(
-                trace::v3::put_event(block_.data() + block_end_, s->event, s->effect_count, s->error) - block_.data());
-        }
-        if (effects_left_ == 0) writing ? step_done() : void(in_step_ = false);
-    } else if (const auto* f = std::get_if<core::effect>(&r)) {
-        if (!in_step_) return;  // cannot happen: effects follow their step
-        if (writing) {
-            room_for(trace::v3::max_effect_bytes);
-            block_end_ = static_cast<std::size_t>(trace::v3::put_effect(block_.data() + block_end_, *f) - block_.data());
-        }
-        if (--effects_left_ == 0) writing ? step_done() : void(in_step_ = false);
-    } else if (const auto* snap = std::get_if<core::snapshot_record>(&r)) {
-        if (!starting_) return;
-        snapshot_.push_back(*snap);
-        if (std::holds_alternative<core::snapshot_end>(*snap)) begin_segment();
-    } else if (const auto* seg = std::get_if<segment_start>(&r)) {
-        if (writing) write_block();  // the segment before ends with its whole steps
-        open_ = false;
-        in_step_ = false;
-        block_end_ = whole_end_;
-        starting_ = *seg;
-        snapshot_.clear();
-    } else if (const auto* gap = std::get_if<gap_record>(&r)) {
-        in_step_ = false;
-        block_end_ = whole_end_;
-        if (!writing) return;
-        write_block();
-        unsigned char bytes[trace::v3::gap_block_bytes];
-        trace::v3::put_gap(bytes, gap->events);
-        emit({reinterpret_cast<const char*>(bytes), sizeof bytes});
+        if (batch_.text.size() >= batch_limit) write_batch();
     }
 }
 
-// The block's whole steps, sealed (length, count, CRC) and written in one write; the
-// step being read, if any, moves to the front of the next block.
+void flight_writer::gap(std::uint64_t events) {
+    if (!binary_) {
+        if (std::ostream* o = out()) trace::write_gap(*o, events);
+        return;
+    }
+    if (!open_ || (!options_.memory_only && failed_)) return;
+    write_block();
+    unsigned char bytes[trace::v3::gap_block_bytes];
+    trace::v3::put_gap(bytes, events);
+    emit({reinterpret_cast<const char*>(bytes), sizeof bytes});
+}
+
+// The block's steps, sealed (length, count, CRC) and written in one write.
 void flight_writer::write_block() {
     using trace::v3::block_header_bytes;
     if (block_steps_ > 0 && (options_.memory_only || !failed_)) {
-        trace::v3::seal_block(block_.data(), whole_end_ - block_header_bytes, block_steps_);
-        if (emit({reinterpret_cast<const char*>(block_.data()), whole_end_})) {
-            if (options_.memory_only) events_written_ += block_steps_;
-            else events_written_ += block_steps_, forget_old_segments();
+        trace::v3::seal_block(block_.data(), block_end_ - block_header_bytes, block_steps_);
+        if (emit({reinterpret_cast<const char*>(block_.data()), block_end_})) {
+            events_written_ += block_steps_;
+            if (!options_.memory_only) forget_old_segments();
         }
     }
-    const std::size_t partial = block_end_ - whole_end_;
-    if (partial > 0) std::memmove(block_.data() + block_header_bytes, block_.data() + whole_end_, partial);
-    whole_end_ = block_header_bytes;
-    block_end_ = block_header_bytes + partial;
+    block_end_ = block_header_bytes;
     block_steps_ = 0;
 }
 
@@ -217,7 +180,7 @@ void flight_writer::begin_segment() {
     const trace::segment_info info{.number = s.number, .events_before = s.events_before};
     if (options_.memory_only && binary_) {
         if (current_number_) std::swap(previous_, memory_bytes_), previous_number_ = current_number_;
-        memory_bytes_ = trace::v3::header_bytes(config_, info, snapshot_);
+        memory_bytes_ = trace::v3::header_bytes(config_, info, snapshot_records_, snapshot_bytes_);
         current_number_ = s.number;
         open_ = true;
         ++segments_written_;
@@ -255,7 +218,8 @@ void flight_writer::begin_segment() {
     retained_.push_back(s.number);  // the oldest goes once this one holds its start
     if (binary_) {
         open_ = true;
-        if (emit(trace::v3::header_bytes(config_, info, snapshot_))) ++segments_written_, forget_old_segments();
+        if (emit(trace::v3::header_bytes(config_, info, snapshot_records_, snapshot_bytes_)))
+            ++segments_written_, forget_old_segments();
         return;
     }
     trace::write_header_v2(batch_out_, config_, info, snapshot_);
@@ -352,9 +316,8 @@ void flight_writer::fail(const std::string& what) {
     failed_ = true;
     open_ = false;
     close_file();
-    block_end_ = whole_end_ = trace::v3::block_header_bytes;
+    block_end_ = trace::v3::block_header_bytes;
     block_steps_ = 0;
-    in_step_ = false;
     batch_.text.clear();
     batch_events_ = batch_segments_ = 0;
 }

@@ -68,11 +68,34 @@ inline constexpr std::size_t max_snapshot_record_bytes = 1 + 4 + 1 + 7 * 8 + 2 +
 unsigned char* put_snapshot_record(unsigned char* out, const core::snapshot_record& r) noexcept;
 
 // Records this encoder wrote, read back without checks (the flight recorder's ring,
-// which only its actor writes): their sizes, and what they hold.
-[[nodiscard]] std::size_t event_record_bytes(const unsigned char* event) noexcept;  // the event record alone
-[[nodiscard]] std::uint32_t effect_count_of(const unsigned char* event) noexcept;
-[[nodiscard]] std::size_t effect_record_bytes(const unsigned char* effect) noexcept;
-[[nodiscard]] std::size_t step_bytes(const unsigned char* event) noexcept;  // the event record and its effects
+// which only its actor writes): their sizes (inline: the writer finds each step's), and
+// what they hold.
+namespace sizes {
+// An event record's bytes by kind (start acquire cancel deregister release spawned
+// spawn_failed retired died tick shutdown checked reset_done resize), an acquire's
+// without its optional fields; an effect record's by kind (grant reject spawn retire
+// leak_suspected closed check reset).
+inline constexpr std::uint8_t event[16] = {16, 32, 24, 24, 28, 20, 20, 20, 20, 16, 16, 20, 20, 32, 16, 16};
+inline constexpr std::uint8_t acquire_options[8] = {0, 8, 4, 12, 8, 16, 12, 20};  // by flags
+inline constexpr std::uint8_t effect[8] = {22, 10, 6, 6, 14, 2, 6, 6};
+}  // namespace sizes
+[[nodiscard]] inline std::size_t event_record_bytes(const unsigned char* event) noexcept {
+    const unsigned kind = event[0] & 15U;
+    return sizes::event[kind] + (kind == 1 ? sizes::acquire_options[event[1] & 7U] : 0);
+}
+[[nodiscard]] inline std::uint32_t effect_count_of(const unsigned char* event) noexcept {
+    return std::uint32_t{event[4]} | std::uint32_t{event[5]} << 8 | std::uint32_t{event[6]} << 16 |
+           std::uint32_t{event[7]} << 24;
+}
+[[nodiscard]] inline std::size_t effect_record_bytes(const unsigned char* effect) noexcept {
+    return sizes::effect[effect[0] & 7U];
+}
+// The event record and its effects.
+[[nodiscard]] inline std::size_t step_bytes(const unsigned char* event) noexcept {
+    std::size_t n = event_record_bytes(event);
+    for (std::uint32_t i = effect_count_of(event); i > 0; --i) n += effect_record_bytes(event + n);
+    return n;
+}
 [[nodiscard]] std::size_t snapshot_record_bytes(const unsigned char* record) noexcept;
 // The step at `step` (step_bytes long): its event, error and effects (into `effects`).
 void decode_step(const unsigned char* step, core::event& e, core::event_error& error,

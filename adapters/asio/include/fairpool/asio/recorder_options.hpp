@@ -1,13 +1,15 @@
 #pragma once
 // The flight recorder's settings (pool_options::recording) and what it reports
 // (pool::recording_status). The recorder is meant to stay on in production: the actor
-// copies each step into a preallocated ring (no allocation, no formatting, no I/O), and
-// a thread the recorder owns turns the ring into segment files of trace format v2
-// (docs/CONTRACT.md section 7.2) that `fairpool-replay` replays one by one or as a
-// chain.
+// copies each step into a preallocated ring, field by field as the records of trace
+// format v3 (no allocation, no formatting, no I/O; about 40 bytes an event), and a
+// thread the recorder owns copies them from the ring into segment files (binary v3,
+// docs/CONTRACT.md section 7.3, or text v2, section 7.2) that `fairpool-replay` replays
+// one by one or as a chain.
 //
-// Memory: the ring holds ring_records + max_snapshot_records(config) + 4 records of
-// sizeof(detail::flight_record) (88) bytes each, allocated when the pool is made.
+// Memory: the ring holds ring_bytes plus the largest snapshot (68 bytes a record, at most
+// core::max_snapshot_records(config) records) and the largest step past its end,
+// allocated when the pool is made: about 4.3 MiB with the defaults.
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
@@ -38,14 +40,16 @@ struct recorder_options {
     // segment_events events and the snapshot before them are always there) and
     // writes them only on pool::dump_recording.
     bool memory_only = false;
-    // Records the ring holds beyond one snapshot of the largest state (an event is one
-    // record, each of its effects one more). When the writer falls behind and the ring
-    // is full, events are lost, never waited for: the segment ends with `gap events=N`
-    // and the next one starts with a fresh snapshot. At least 1, at most 2^26.
-    std::uint32_t ring_records = 65'536;
+    // Bytes the ring holds beyond one snapshot of the largest state (a step takes its v3
+    // records' size: an acquire and its grant 54 bytes, a release 28). When the writer
+    // falls behind and the ring is full, events are lost, never waited for: the segment
+    // ends with `gap events=N` and the next one starts with a fresh snapshot. At least
+    // 1, at most 2^30 (max_ring_bytes).
+    std::uint32_t ring_bytes = 4U << 20;
+    static constexpr std::uint32_t max_ring_bytes = 1U << 30;
     // How often the writer wakes to drain the ring and flush the current file: a crash
     // loses at most about this much of the recording. It also wakes sooner, when the
-    // actor finds the ring more than half full (at most once per half ring of records),
+    // actor finds the ring more than half full (at most once per half ring of bytes),
     // so a busy pool does not lose events waiting for it. Positive, at most 24 hours
     // (max_flush_interval: a longer wait would overflow the clock's arithmetic).
     std::chrono::milliseconds flush_interval{10};

@@ -2,9 +2,10 @@
 // The flight recorder (pool_options::recording): the actor's side and the writer thread.
 //
 //   actor    before each core step: starts the next segment when one is due (a
-//            segment_start and a snapshot of the state before the step), or ends a
-//            gap; after it: pushes the event and its effects into the ring. Never
-//            blocks, allocates, formats or does I/O: when the ring has no room for a
+//            segment marker and a snapshot of the state before the step), or ends a
+//            gap; after it: copies the event and its effects into the ring, field by
+//            field as trace format v3's records (flight_record.hpp). Never blocks,
+//            allocates, formats or does I/O: when the ring has no room for a
 //            step, the step is dropped and counted (a gap); once the ring has room for
 //            a gap record, a segment start and a whole snapshot again, the gap is
 //            pushed and a new segment starts with a fresh snapshot.
@@ -25,10 +26,9 @@
 // step makes anyway. commit, dump_recording and the end post the same semaphore, after
 // saying why under the mutex.
 //
-// The ring is a single-producer single-consumer queue: the actor is one producer at a
+// The ring (flight_ring.hpp) is a single-producer single-consumer queue of bytes: the actor is one producer at a
 // time (whichever thread holds it; taking the actor orders it after the last holder),
 // the writer thread the one consumer.
-#include <boost/lockfree/spsc_queue.hpp>
 #include <boost/system/error_code.hpp>
 #include <pthread.h>
 #include <semaphore.h>
@@ -36,6 +36,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cstring>
 #include <chrono>
 #include <condition_variable>
 #include <ctime>
@@ -45,6 +46,7 @@
 #include <vector>
 
 #include "fairpool/asio/detail/flight_record.hpp"
+#include "fairpool/asio/detail/flight_ring.hpp"
 #include "fairpool/asio/detail/flight_writer.hpp"
 #include "fairpool/asio/recorder_options.hpp"
 #include "fairpool/core/scheduler.hpp"
@@ -77,14 +79,12 @@ public:
     }
     void after_step(const core::event& e, const core::step_result& r) noexcept {
         ++events_seen_;
-        const std::size_t room = ring_.write_available();
-        const std::size_t records = 1 + r.effects.size();
-        if (in_gap_ || room < records) [[unlikely]]
+        if (in_gap_ || !ring_.has_room(trace::v3::max_step_bytes(r.effects.size()))) [[unlikely]]
             return lose_step();
-        ring_.push(flight_record{step_record{e, static_cast<std::uint32_t>(r.effects.size()), r.error}});
-        for (const core::effect& f : r.effects) ring_.push(flight_record{f});
+        const std::size_t bytes = ring_.advance(trace::v3::put_step(ring_.tail(), e, r.effects, r.error));
+        ring_.publish();
         --events_left_;
-        pushed(records, room - records);
+        pushed(bytes, ring_.room_seen());
     }
 
     // Blocks until the writer has drained the ring and written the retained segments
@@ -94,7 +94,7 @@ public:
     // The writer thread's CPU time so far, user and system (its thread's CPU clock,
     // pthread_getcpuclockid); what it had at its end once it has ended. Any thread.
     [[nodiscard]] std::chrono::nanoseconds writer_cpu_time() const noexcept;
-    // The actor's high-water posts so far (at most one per half ring of records pushed).
+    // The actor's high-water posts so far (at most one per half ring of bytes pushed).
     [[nodiscard]] std::uint64_t high_water_wakes() const noexcept {
         return high_water_wakes_.load(std::memory_order_relaxed);
     }
@@ -105,9 +105,15 @@ public:
     // and at the end. True everywhere else.
     static inline std::atomic<bool> wake_at_high_water{true};
 
-    // The ring's capacity for these options and this (resolved) config.
+    // The ring's capacity in bytes for these options and this (resolved) config: ring_bytes
+    // beyond a gap marker, a segment marker and the largest snapshot.
     [[nodiscard]] static std::size_t capacity(const recorder_options& o, const core::config& resolved) noexcept {
-        return static_cast<std::size_t>(o.ring_records + core::max_snapshot_records(resolved) + 4);
+        return static_cast<std::size_t>(o.ring_bytes) + ring_record::gap_bytes + ring_record::segment_bytes +
+               ring_record::max_snapshot_bytes(resolved);
+    }
+    // What the ring takes in memory: its capacity, and the largest record past its end.
+    [[nodiscard]] static std::size_t memory(const recorder_options& o, const core::config& resolved) noexcept {
+        return capacity(o, resolved) + ring_record::max_record_bytes(resolved);
     }
 
 private:
@@ -119,10 +125,10 @@ private:
 
     void start_segment(const core::scheduler& core) noexcept;
     void lose_step() noexcept;
-    // The actor pushed `records`, leaving `room`: past the high-water mark (more than half
-    // the ring used) and half a ring past the last post, it wakes the writer.
-    void pushed(std::size_t records, std::size_t room) noexcept {
-        pushed_ += records;
+    // The actor pushed `bytes`, leaving `room` (as last seen): past the high-water mark
+    // (more than half the ring used) and half a ring past the last post, it wakes the writer.
+    void pushed(std::size_t bytes, std::size_t room) noexcept {
+        pushed_ += bytes;
         if (room < high_water_room_ && pushed_ >= next_wake_at_) [[unlikely]]
             wake_writer();
     }
@@ -140,7 +146,7 @@ private:
     const std::size_t capacity_;
     // The ring's room below which it is more than half full.
     const std::size_t high_water_room_ = capacity_ - capacity_ / 2;
-    boost::lockfree::spsc_queue<flight_record> ring_;
+    flight_ring ring_;
 
     // The actor's.
     std::uint64_t events_seen_ = 0;  // recorded or lost
@@ -153,7 +159,8 @@ private:
     // count of the state.
     std::size_t room_lacking_ = 0;
     bool in_gap_ = false;
-    std::uint64_t pushed_ = 0;        // records pushed into the ring
+    std::uint32_t snapshot_left_ = 0;  // the writer's: snapshot records of a segment still to read
+    std::uint64_t pushed_ = 0;        // bytes pushed into the ring
     std::uint64_t next_wake_at_ = 0;  // pushed_ at which a post is due again (half a ring past the last)
 
     // Written by the actor, read by status().
@@ -183,13 +190,8 @@ private:
 inline flight_recorder::flight_recorder(const recorder_options& o, const core::scheduler& core)
     : options_(o),
       capacity_(capacity(o, core.configuration())),
-      ring_(capacity_),
+      ring_(capacity_, ring_record::max_record_bytes(core.configuration())),
       writer_(o, core.configuration()) {
-    // Touch every page of the ring once, here: otherwise the actor takes the kernel's
-    // first-touch page faults (a lazy allocation) as it first fills the ring.
-    while (ring_.push(flight_record{gap_record{}})) {
-    }
-    ring_.consume_all([](const flight_record&) {});
     ::sem_init(&wake_, 0, 0);  // cannot fail: not shared between processes, value 0
     start_segment(core);
     thread_ = std::thread([this] { run_writer(); });
@@ -206,7 +208,7 @@ inline flight_recorder::~flight_recorder() {
     ::sem_destroy(&wake_);
     if (!committed_) return;  // the pool was never made: what the ring holds is dropped
     if (in_gap_ && lost_ > 0) {
-        writer_.consume(flight_record{gap_record{lost_}});
+        writer_.gap(lost_);
         bump(gaps_);
     }
     writer_.finish();
@@ -214,33 +216,47 @@ inline flight_recorder::~flight_recorder() {
 
 // Rare: a segment is due, or the ring is full.
 [[gnu::noinline]] inline void flight_recorder::start_segment(const core::scheduler& core) noexcept {
-    const std::size_t room = ring_.write_available();
+    const std::size_t room = ring_.fresh_room();
     if (in_gap_ && room <= room_lacking_) return;  // no room gained: this step is lost too
-    const std::uint64_t snapshot = core.snapshot_size();
+    const std::uint64_t records = core.snapshot_size();
+    const std::size_t snapshot = static_cast<std::size_t>(records) * trace::v3::max_snapshot_record_bytes;
+    std::size_t bytes = 0;
     if (in_gap_) {
-        if (room < 2 + snapshot) {  // still too little: this step is lost too
+        if (room < ring_record::gap_bytes + ring_record::segment_bytes + snapshot) {  // still too little: lost too
             room_lacking_ = room;
             return;
         }
-        ring_.push(flight_record{gap_record{lost_}});
-        ++pushed_;
+        unsigned char* p = ring_.tail();
+        *p = ring_record::gap_tag;
+        std::memcpy(p + 1, &lost_, 8);
+        bytes += ring_.advance(p + ring_record::gap_bytes);
         bump(gaps_);
         in_gap_ = false;
         lost_ = 0;
-    } else if (room < 1 + snapshot) {
+    } else if (room < ring_record::segment_bytes + snapshot) {
         in_gap_ = true;  // the segment is due but cannot start: the steps until it can are lost
         room_lacking_ = room;
         return;
     }
-    ring_.push(flight_record{segment_start{next_segment_++, events_seen_}});
-    auto put = [this](const core::snapshot_record& r) { ring_.push(flight_record{r}); };
+    unsigned char* p = ring_.tail();
+    const segment_start s{next_segment_++, events_seen_};
+    const auto count = static_cast<std::uint32_t>(records);
+    *p = ring_record::segment_tag;
+    std::memcpy(p + 1, &s.number, 8);
+    std::memcpy(p + 9, &s.events_before, 8);
+    std::memcpy(p + 17, &count, 4);
+    bytes += ring_.advance(p + ring_record::segment_bytes);
+    auto put = [this, &bytes](const core::snapshot_record& r) {
+        bytes += ring_.advance(trace::v3::put_snapshot_record(ring_.tail(), r));
+    };
     core.snapshot(put);
+    ring_.publish();
     events_left_ = options_.segment_events;
     bump(segments_started_);
-    pushed(1 + snapshot, ring_.write_available());
+    pushed(bytes, ring_.room_seen());
 }
 
-// Rare: at most once per half ring of records.
+// Rare: at most once per half ring of bytes.
 [[gnu::noinline]] inline void flight_recorder::wake_writer() noexcept {
     if (!wake_at_high_water.load(std::memory_order_relaxed)) return;
     next_wake_at_ = pushed_ + capacity_ / 2;
@@ -320,8 +336,48 @@ inline void flight_recorder::run_writer() {
     }
 }
 
+// Everything the actor published, into the writer: runs of steps (each contiguous in the
+// ring, at most a block's worth), the segment markers with their snapshot records, the
+// gaps; the room handed back to the actor after each batch.
 inline void flight_recorder::drain() {
-    ring_.consume_all([this](const flight_record& r) { writer_.consume(r); });
+    while (std::size_t n = ring_.readable()) {
+        while (n > 0) {
+            const unsigned char* p = ring_.head();
+            std::size_t size = 0;
+            if (snapshot_left_ > 0) {
+                size = trace::v3::snapshot_record_bytes(p);
+                writer_.snapshot_record(p, size);
+                --snapshot_left_;
+            } else if (*p == ring_record::segment_tag) {
+                size = ring_record::segment_bytes;
+                segment_start s;
+                std::memcpy(&s.number, p + 1, 8);
+                std::memcpy(&s.events_before, p + 9, 8);
+                std::memcpy(&snapshot_left_, p + 17, 4);
+                writer_.segment(s, snapshot_left_);
+            } else if (*p == ring_record::gap_tag) {
+                size = ring_record::gap_bytes;
+                std::uint64_t events = 0;
+                std::memcpy(&events, p + 1, 8);
+                writer_.gap(events);
+            } else {
+                // Steps up to the next marker, the end of the readable bytes, a record that
+                // runs past the ring's end (the next is at its front) or a block's worth.
+                const std::size_t contiguous = ring_.contiguous();
+                std::uint32_t steps = 0;
+                while (size < n && size < flight_writer::block_limit && p[size] < ring_record::segment_tag) {
+                    __builtin_prefetch(p + size + 2048);
+                    size += trace::v3::step_bytes(p + size);
+                    ++steps;
+                    if (size >= contiguous) break;
+                }
+                writer_.steps(p, size, steps);
+            }
+            ring_.consume(size);
+            n -= size;
+        }
+        ring_.release();
+    }
     writer_.flush();
 }
 

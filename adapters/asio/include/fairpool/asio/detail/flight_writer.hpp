@@ -1,18 +1,19 @@
 #pragma once
-// The flight recorder's writer: turns the records the actor pushed (flight_record.hpp)
-// into segment files, one segment a file in the recorder's directory, or, memory_only,
+// The flight recorder's writer: turns the records the actor copied into the ring
+// (flight_record.hpp) into segment files, one segment a file in the recorder's directory, or, memory_only,
 // the last two segments kept in memory. Used by one thread at a time (the recorder's
 // writer thread; its destructor after the join).
 //
-// Binary (trace format v3, docs/CONTRACT.md section 7.3; the default): the writer copies
-// each record's fields into a block buffer allocated once (no formatting, no allocation
-// per record or block) and writes each block, whole steps only, with its length and
-// CRC-32C, in one write when it passes block_limit and at the end of each drain. A
+// Binary (trace format v3, docs/CONTRACT.md section 7.3; the default): the ring already
+// holds each step as v3 records, so the writer copies its bytes into a block buffer
+// allocated once (no formatting, no allocation per record or block) and writes each
+// block, whole steps only, with its length and CRC-32C, in one write when it passes
+// block_limit and at the end of each drain. A
 // process killed while the writer writes leaves a prefix of its last write, a torn
 // tail that fairpool-replay cuts at the last whole block.
 //
-// Text (trace format v2, section 7.2; recorder_options::format = text): a drain's text is
-// formatted into a batch, written at the drain's end (and whenever the batch passes a
+// Text (trace format v2, section 7.2; recorder_options::format = text): each step is
+// decoded from the ring and its text formatted into a batch, written at the drain's end (and whenever the batch passes a
 // megabyte) at the end of the file, its first byte last (write_batch says why). A
 // process killed while the writer writes leaves at most its last batch cut, starting
 // with a NUL byte, which fairpool-replay drops (section 7.2, "Cut files").
@@ -65,7 +66,14 @@ public:
     flight_writer& operator=(const flight_writer&) = delete;
     ~flight_writer();
 
-    void consume(const flight_record& r);
+    // The ring's records, in the order the actor copied them: a segment's start (then
+    // `records` snapshot records), its steps, a gap. Each is contiguous at `p`, `n` bytes.
+    void segment(const segment_start& s, std::uint32_t records);
+    void snapshot_record(const unsigned char* p, std::size_t n);
+    void steps(const unsigned char* p, std::size_t n, std::uint32_t steps);  // `steps` whole steps
+    // The bytes of steps a block is written at (and at each drain's end).
+    static constexpr std::size_t block_limit = std::size_t{64} << 10;
+    void gap(std::uint64_t events);
     // The end of a drain: the batch written to the current file (a crash loses at most
     // one drain).
     void flush();
@@ -92,11 +100,8 @@ public:
 
 private:
     void begin_segment();
-    void write_step();
     void write_batch();
-    // Binary: a record into the block buffer; the block's whole steps written out.
-    void encode(const flight_record& r);
-    void write_block();
+    void write_block();  // binary: the block's steps written out
     bool emit(std::string_view bytes);  // whole bytes: to the file, or to the segment in memory
     void forget_old_segments();
     void fail_writing(int error);
@@ -111,9 +116,11 @@ private:
     const bool binary_;  // options_.format == binary
 
     std::optional<segment_start> starting_;  // its snapshot still being read
-    std::vector<core::snapshot_record> snapshot_;
-    std::optional<step_record> step_;  // its effects still being read
-    std::vector<core::effect> effects_;
+    std::uint32_t snapshot_left_ = 0;        // records of it still to come
+    std::vector<core::snapshot_record> snapshot_;  // text: decoded
+    std::vector<unsigned char> snapshot_bytes_;    // binary: as the ring holds them (v3)
+    std::uint32_t snapshot_records_ = 0;
+    std::vector<core::effect> effects_;  // text: of the step being formatted
     bool open_ = false;  // a segment's start was written: steps go to out()
 
     // Directory mode.
@@ -125,14 +132,10 @@ private:
     std::ostream batch_out_{&batch_};
     std::uint64_t batch_events_ = 0;    // steps in batch_
     std::uint64_t batch_segments_ = 0;  // segment starts in batch_
-    // Binary: the block being filled: its header's room, whole steps up to whole_end_,
-    // then the step being read (its effects still to come).
+    // Binary: the block being filled: its header's room, then whole steps.
     std::vector<unsigned char> block_;
-    std::size_t block_end_ = 0;            // bytes used
-    std::size_t whole_end_ = 0;            // the end of its last whole step
-    std::uint32_t block_steps_ = 0;        // whole steps in it
-    std::uint32_t effects_left_ = 0;       // of the step being read
-    bool in_step_ = false;
+    std::size_t block_end_ = 0;      // bytes used
+    std::uint32_t block_steps_ = 0;  // steps in it
     std::string memory_bytes_;             // memory_only, binary: the current segment
     std::deque<std::uint64_t> retained_;  // segment files present, oldest first
     bool directory_ready_ = false;
