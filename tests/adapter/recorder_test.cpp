@@ -248,7 +248,7 @@ public:
 TEST_P(recorder, a_stalled_writer_gives_a_gap_with_the_exact_count_then_a_fresh_snapshot) {
     scratch_directory recording, dump;
     pool_options o = options(1, 1);
-    o.max_waiters = 2;  // a small snapshot: the ring's room beyond it is a few cycles
+    o.max_waiters = 2;  // a small snapshot: the ring's room beyond it is a few cycles (about 16 bytes each): 1,000 overflow it
     recorder_options r = in_directory(recording.path(), 1'000'000, 8);
     r.ring_bytes = 400;
     r.flush_interval = std::chrono::hours(24);
@@ -256,10 +256,10 @@ TEST_P(recorder, a_stalled_writer_gives_a_gap_with_the_exact_count_then_a_fresh_
     o.recording = r;
     auto pool = make_pool(o);
     settle();
-    cycles(*pool, 100);
+    cycles(*pool, 1000);
     const std::uint64_t fed_at_dump = pool->diagnostics().commands_fed;
     ASSERT_FALSE(pool->dump_recording(dump.path()));
-    cycles(*pool, 100);
+    cycles(*pool, 1000);
     const std::uint64_t fed_at_end = pool->diagnostics().commands_fed;
     const auto status = pool->recording_status();
     ASSERT_TRUE(status);
@@ -336,8 +336,10 @@ TEST_P(recorder, a_write_that_fails_is_cut_back_to_the_last_whole_step) {
         o.recording = r;
         int_pool p(o);
         p.run();
-        for (int round = 0; round < 30; ++round) {  // 40 events a round, about 2.5 KiB
-            for (int i = 0; i < 20; ++i) p.cycle();
+        // 40 events a round in text, about 2.5 KiB; 200 in binary, about 1.6 KiB
+        const int per_round = GetParam() == recording_format::text ? 20 : 100;
+        for (int round = 0; round < 30; ++round) {
+            for (int i = 0; i < per_round; ++i) p.cycle();
             if (p.pool.dump_recording(dump.path())) return 4;
         }
         const auto s = p.pool.recording_status();
@@ -570,9 +572,10 @@ TEST_P(recorder, a_process_killed_while_its_writer_writes_leaves_a_recording_tha
 // snapshot after it, so the next step ends the gap (CONTRACT 8) without waiting for the
 // writer. The actor is fed by hand around a core scheduler; the writer never wakes on
 // its own (its high-water wake off), so the ring's room is what the steps left: the
-// cycles before the waiters are as many as leave it 1,500 bytes for the deregistration,
-// which needs max_step_bytes(100) = 2,252 to be copied, where the gap, the segment
-// start and a snapshot of the state after it (a handful of records) need far less.
+// cycles before the waiters are as many as leave it about 1,500 bytes for the
+// deregistration, which needs max_step_bytes(100) = 2,462 to be copied, where the gap,
+// the segment start and a snapshot of the state after it (a handful of records) need
+// far less.
 TEST(flight_recorder, a_step_too_big_for_the_ring_is_the_only_one_lost) {
     core::config c;
     c.max_slots = 1;
@@ -587,6 +590,7 @@ TEST(flight_recorder, a_step_too_big_for_the_ring_is_the_only_one_lost) {
     const no_high_water_wake stalled;
     const std::uint64_t capacity = detail::flight_recorder::capacity(r, s.configuration());
     std::vector<unsigned char> scratch(1 << 16);
+    trace::v3::delta_base base;  // as the actor's: each step's bytes follow the ones before
     std::uint64_t pushed = detail::ring_record::segment_bytes;  // bytes: the segment start and snapshot
     for (const core::snapshot_record& record : trace::snapshot_of(s))
         pushed += static_cast<std::uint64_t>(trace::v3::put_snapshot_record(scratch.data(), record) - scratch.data());
@@ -594,12 +598,17 @@ TEST(flight_recorder, a_step_too_big_for_the_ring_is_the_only_one_lost) {
     recorder.commit();  // as a pool's start does: the writer may write
     core::nanos now = 0;
     std::uint64_t waiter = 0;
+    const auto bytes_of = [&](core::scheduler& machine, trace::v3::delta_base& b, const core::event& e) {
+        const core::step_result result = machine.step(e);
+        return static_cast<std::uint64_t>(trace::v3::put_step(scratch.data(), b, e, result.effects, result.error) -
+                                          scratch.data());
+    };
     const auto feed = [&](const core::event& e) {
         recorder.before_step(s);
+        core::scheduler copy = s;
         const core::step_result result = s.step(e);
         recorder.after_step(e, result);
-        pushed += static_cast<std::uint64_t>(trace::v3::put_step(scratch.data(), e, result.effects, result.error) -
-                                             scratch.data());
+        pushed += bytes_of(copy, base, e);
         return result.effects.empty() ? std::uint64_t{0} : result.effects[0].lease;
     };
     const auto cycle = [&] {
@@ -608,10 +617,21 @@ TEST(flight_recorder, a_step_too_big_for_the_ring_is_the_only_one_lost) {
     };
     feed(core::event::start(++now));
     feed(core::event::spawned(++now, 0));
-    constexpr std::uint64_t held = 54, queued = 100 * 32, room_left = 1500;  // an acquire granted; 100 queued
-    ASSERT_GT(capacity, pushed + held + queued + room_left);
-    const std::uint64_t cycles = (capacity - pushed - held - queued - room_left) / 82;  // 82 bytes a cycle
-    for (std::uint64_t i = 0; i < cycles; ++i) cycle();
+    // What the held acquire and the 100 queued ones will take, found on copies: the
+    // cycles before them leave 1,500 bytes or a cycle less.
+    std::uint64_t ahead = 0;
+    {
+        core::scheduler trial = s;
+        trace::v3::delta_base b = base;
+        core::nanos t = now + 2;  // after one more cycle
+        std::uint64_t w = waiter + 1;
+        ahead += bytes_of(trial, b, core::event::acquire(++t, ++w, 1));
+        for (int i = 0; i < 100; ++i) ahead += bytes_of(trial, b, core::event::acquire(++t, ++w, 2));
+    }
+    constexpr std::uint64_t room_left = 1500;
+    ASSERT_GT(capacity, pushed + ahead + room_left);
+    std::uint64_t cycles = 0;
+    while (capacity - pushed - ahead > room_left) cycle(), ++cycles;
     const std::uint64_t lease = feed(core::event::acquire(++now, ++waiter, 1));
     for (int i = 0; i < 100; ++i) feed(core::event::acquire(++now, ++waiter, 2));  // queued
     ASSERT_EQ(recorder.status().events_lost, 0u);
@@ -737,13 +757,15 @@ protected:
     }
 };
 
-// A writer whose flush_interval is a day keeps up with a pool that pushes more than ten
-// rings' worth of bytes through a ring of about 4 KiB: the actor wakes it each time the
-// ring passes half full. Paced so that it can: after each eighth of a ring, the test
-// waits until at most half a ring of events is still to be written (a cycle here is two
-// events, 82 bytes), which a writer that drains whenever the ring is more than half full
-// always reaches, and which leaves the ring room for the next eighth. Without the actor's wake nothing wakes this writer before the end, and the
-// first wait that needs it never ends.
+// A writer whose flush_interval is a day keeps up with a pool that pushes more than a
+// ring's worth of bytes, an eighth at a time, through a ring of about 8 KiB: the actor
+// wakes it each time the ring passes half full. Paced so that it can: after each
+// batch, the test waits until at most capacity/10 events are still to be written,
+// which a writer that drains whenever the ring is more than half full always reaches
+// (an event here takes 5 bytes at least: half a ring holds capacity/10 of them), and
+// which leaves the ring room for the next batch (an event takes 9 bytes at most, a
+// batch an eighth of the ring at most). Without the actor's wake nothing wakes this
+// writer before the end, and the first wait that needs it never ends.
 TEST_F(recorder_wake, a_writer_asleep_for_a_day_is_woken_when_the_ring_is_more_than_half_full) {
     scratch_directory recording;
     pool_options o = options(1, 1);
@@ -757,18 +779,18 @@ TEST_F(recorder_wake, a_writer_asleep_for_a_day_is_woken_when_the_ring_is_more_t
     const std::uint64_t capacity = detail::flight_recorder::capacity(r, scheduler_config(o).resolved());
     auto pool = make_pool(o);
     settle();
-    const int batch = static_cast<int>(capacity / (8 * 82));  // 82 bytes a cycle: an eighth of the ring
-    for (int i = 0; i < 100; ++i) {
+    const int batch = static_cast<int>(capacity / (8 * 20));  // 14 to 20 bytes a cycle: an eighth of the ring at most
+    for (int i = 0; i < 160; ++i) {
         cycles(*pool, batch);
         const std::uint64_t fed = pool->diagnostics().commands_fed;
-        ASSERT_TRUE(eventually([&] { return pool->recording_status()->events_written + capacity / 82 + 2 >= fed; }))
+        ASSERT_TRUE(eventually([&] { return pool->recording_status()->events_written + capacity / 10 + 2 >= fed; }))
             << "batch " << i << ": " << pool->recording_status()->events_written << " of " << fed
             << " events written: the writer was not woken";
     }
     const std::uint64_t fed = pool->diagnostics().commands_fed;
     const auto status = pool->recording_status();
     ASSERT_TRUE(status);
-    EXPECT_GT(fed / 2 * 82, 10 * capacity);
+    EXPECT_GT(fed / 2 * 14, capacity);  // a cycle takes 14 bytes at least
     EXPECT_EQ(status->events_lost, 0u);
     EXPECT_EQ(status->gaps, 0u);
     EXPECT_EQ(status->segments_started, 1u);
@@ -817,6 +839,7 @@ TEST(flight_recorder, the_actor_wakes_the_writer_at_most_once_per_half_ring) {
     r.flush_interval = std::chrono::hours(24);
     const std::uint64_t capacity = detail::flight_recorder::capacity(r, s.configuration());
     std::vector<unsigned char> scratch(4096);
+    trace::v3::delta_base base;  // as the actor's: the bytes of each step follow the ones before
     std::uint64_t records = detail::ring_record::segment_bytes;  // bytes: the first segment's start and snapshot
     for (const core::snapshot_record& record : trace::snapshot_of(s))
         records += static_cast<std::uint64_t>(trace::v3::put_snapshot_record(scratch.data(), record) - scratch.data());
@@ -828,19 +851,19 @@ TEST(flight_recorder, the_actor_wakes_the_writer_at_most_once_per_half_ring) {
         recorder.before_step(s);
         const core::step_result result = s.step(e);
         recorder.after_step(e, result);
-        records += static_cast<std::uint64_t>(trace::v3::put_step(scratch.data(), e, result.effects, result.error) -
-                                              scratch.data());
+        records += static_cast<std::uint64_t>(
+            trace::v3::put_step(scratch.data(), base, e, result.effects, result.error) - scratch.data());
         ++events;
         return result.effects.empty() ? std::uint64_t{0} : result.effects[0].lease;
     };
     feed(core::event::start(++now));
     feed(core::event::spawned(++now, 0));
     for (int batch = 0; batch < 200; ++batch) {
-        for (std::uint64_t i = 0; i < capacity / (8 * 82); ++i) {
+        for (std::uint64_t i = 0; i < capacity / (8 * 14); ++i) {
             const std::uint64_t lease = feed(core::event::acquire(++now, ++waiter, 1));
             feed(core::event::release(++now, 0, lease, core::release_outcome::clean));
         }
-        ASSERT_TRUE(eventually([&] { return recorder.status().events_written + capacity / 82 + 2 >= events; }))
+        ASSERT_TRUE(eventually([&] { return recorder.status().events_written + capacity / 10 + 2 >= events; }))
             << "batch " << batch << ": " << recorder.status().events_written << " of " << events
             << " events written: the writer was not woken";
     }

@@ -61,11 +61,36 @@ public:
         return v;
     }
     bool boolean(const char* what) { return below(2, what) == 1; }
+    // A slot: a varint (in a step) or a u32 (in a snapshot record), below 65536.
     std::uint32_t slot(const char* what) {
         const std::size_t at = at_;
-        const std::uint32_t v = u32(what);
+        const std::uint64_t v = in_header_ ? u32(what) : varint(what);
         if (ok() && v >= slot_limit) fail(at, std::string(what) + " " + std::to_string(v) + " is not below 65536");
-        return v;
+        return static_cast<std::uint32_t>(v);
+    }
+    // An LEB128 varint: at most 10 bytes, the last one no more than 1, and minimal (no
+    // last byte 0 after the first), so that a number has one encoding.
+    std::uint64_t varint(const char* what) {
+        const std::size_t at = at_;
+        std::uint64_t v = 0;
+        for (int i = 0; i < 10; ++i) {
+            const std::uint8_t b = u8(what);
+            if (!ok()) return 0;
+            if (i == 9 && b > 1) return fail(at, std::string(what) + " overflows 64 bits"), 0;
+            v |= std::uint64_t{b & 0x7FU} << (7 * i);
+            if ((b & 0x80U) == 0) {
+                if (b == 0 && i > 0) return fail(at, std::string(what) + " is not written in its fewest bytes"), 0;
+                return v;
+            }
+        }
+        return v;  // not reached: the tenth byte ends it or fails
+    }
+    // A zigzag varint: the value's difference from `base` (wrapping); `base` becomes it.
+    std::uint64_t delta(std::uint64_t& base, const char* what) {
+        const std::uint64_t z = varint(what);
+        const std::uint64_t d = (z >> 1) ^ (0 - (z & 1));
+        base += d;
+        return base;
     }
     void zero(const char* what) {
         const std::size_t at = at_;
@@ -147,38 +172,58 @@ std::optional<core::snapshot_record> snapshot_record_of(fields& in) {
 }
 
 // The event record at the front of `in` (docs/CONTRACT.md section 7.3), into `e`.
-void event_of(fields& in, core::event& e, core::event_error& error, std::uint32_t& effects) {
-    const std::size_t at = in.at();
+void event_of(fields& in, delta_base& base, core::event& e, core::event_error& error, std::uint32_t& effects) {
     e = core::event{};
-    e.kind = static_cast<core::event_kind>(in.below(core::event_kind_count, "event kind"));
-    const std::size_t flags_at = in.at();
-    const std::uint8_t flags = in.u8("event flags");
-    error = static_cast<core::event_error>(in.below(core::event_error_count, "event error"));
-    in.zero("the event's fourth byte");
-    effects = in.u32("effect count");
-    e.now = in.u64("event time");
+    const std::size_t head_at = in.at();
+    const std::uint8_t head = in.u8("event head");
+    if (!in.ok()) return;
+    if ((head & 15U) >= core::event_kind_count)
+        return in.fail(head_at, "event kind " + std::to_string(head & 15U) + " is not one of 0..13");
+    e.kind = static_cast<core::event_kind>(head & 15U);
+    const auto flags = static_cast<std::uint8_t>((head >> 4) & 7U);
+    error = core::event_error::ok;
+    if (head & 0x80U) {
+        const std::size_t error_at = in.at();
+        error = static_cast<core::event_error>(in.below(core::event_error_count, "event error"));
+        if (in.ok() && error == core::event_error::ok)
+            return in.fail(error_at, "event error 0: no error is written as no error byte");
+    }
+    const std::size_t count_at = in.at();
+    const std::uint64_t count = in.varint("effect count");
+    if (in.ok() && count > UINT32_MAX) return in.fail(count_at, "effect count " + std::to_string(count) + " is above 2^32-1");
+    effects = static_cast<std::uint32_t>(count);
+    e.now = in.delta(base.now, "event time");
     if (!in.ok()) return;
     std::uint8_t allowed = 0;
     switch (e.kind) {
-        case core::event_kind::acquire:
+        case core::event_kind::acquire: {
             allowed = layout::has_deadline | layout::has_weight | layout::has_max_leases;
-            e.waiter = in.u64("acquire waiter");
-            e.handle = in.u64("acquire handle");
-            if (flags & layout::has_deadline) e.deadline = in.u64("acquire deadline");
-            if (flags & layout::has_weight) e.weight = in.u32("acquire weight");
-            if (flags & layout::has_max_leases) e.set_max_leases(in.u64("acquire max_leases"));
+            e.waiter = in.delta(base.waiter, "acquire waiter");
+            e.handle = in.delta(base.handle, "acquire handle");
+            if (flags & layout::has_deadline) {
+                std::uint64_t relative = e.now;
+                e.deadline = in.delta(relative, "acquire deadline");
+            }
+            if (flags & layout::has_weight) {
+                const std::size_t at = in.at();
+                const std::uint64_t w = in.varint("acquire weight");
+                if (in.ok() && w > UINT32_MAX) return in.fail(at, "acquire weight " + std::to_string(w) + " is above 2^32-1");
+                e.weight = static_cast<std::uint32_t>(w);
+            }
+            if (flags & layout::has_max_leases) e.set_max_leases(in.varint("acquire max_leases"));
             break;
-        case core::event_kind::cancel: e.waiter = in.u64("cancel waiter"); break;
-        case core::event_kind::deregister: e.handle = in.u64("deregister handle"); break;
+        }
+        case core::event_kind::cancel: e.waiter = in.delta(base.waiter, "cancel waiter"); break;
+        case core::event_kind::deregister: e.handle = in.delta(base.handle, "deregister handle"); break;
         case core::event_kind::release:
             allowed = layout::other_outcome;
             e.slot = in.slot("release slot");
-            e.lease = in.u64("release lease");
+            e.lease = in.delta(base.lease, "release lease");
             if (flags & layout::other_outcome) e.outcome = core::release_outcome::dirty;
             break;
         case core::event_kind::resize:
-            e.waiter = in.u64("resize max_slots");
-            e.handle = in.u64("resize min_slots");
+            e.waiter = in.varint("resize max_slots");
+            e.handle = in.varint("resize min_slots");
             break;
         case core::event_kind::checked:
         case core::event_kind::reset_done:
@@ -197,27 +242,28 @@ void event_of(fields& in, core::event& e, core::event_error& error, std::uint32_
         case core::event_kind::shutdown: break;
     }
     if (in.ok() && (flags & ~allowed) != 0)
-        in.fail(flags_at, "event flags " + std::to_string(flags) + " are not valid for " + core::to_string(e.kind));
-    (void)at;
+        in.fail(head_at, "event flags " + std::to_string(flags) + " are not valid for " + core::to_string(e.kind));
 }
 
-void effect_of(fields& in, core::effect& f) {
+void effect_of(fields& in, delta_base& base, core::effect& f) {
     f = core::effect{};
-    f.kind = static_cast<core::effect_kind>(in.below(core::effect_kind_count, "effect kind"));
-    const std::size_t reason_at = in.at();
-    const std::uint8_t reason = in.u8("effect reason");
+    const std::size_t head_at = in.at();
+    const std::uint8_t head = in.u8("effect head");
     if (!in.ok()) return;
+    if (head & 0xC0U) return in.fail(head_at, "effect head bits 6 and 7 are not zero");
+    f.kind = static_cast<core::effect_kind>(head & 7U);
+    const auto reason = static_cast<std::uint8_t>(head >> 3);
     int reasons = 0;
     switch (f.kind) {
         case core::effect_kind::grant:
-            f.waiter = in.u64("grant waiter");
+            f.waiter = in.delta(base.waiter, "grant waiter");
             f.slot = in.slot("grant slot");
-            f.lease = in.u64("grant lease");
+            f.lease = in.delta(base.lease, "grant lease");
             break;
         case core::effect_kind::reject:
             reasons = core::reject_reason_count;
             f.rejected = static_cast<core::reject_reason>(reason);
-            f.waiter = in.u64("reject waiter");
+            f.waiter = in.delta(base.waiter, "reject waiter");
             break;
         case core::effect_kind::retire:
             reasons = core::retire_reason_count;
@@ -226,7 +272,7 @@ void effect_of(fields& in, core::effect& f) {
             break;
         case core::effect_kind::leak_suspected:
             f.slot = in.slot("leak_suspected slot");
-            f.lease = in.u64("leak_suspected lease");
+            f.lease = in.delta(base.lease, "leak_suspected lease");
             break;
         case core::effect_kind::spawn:
         case core::effect_kind::check:
@@ -234,7 +280,7 @@ void effect_of(fields& in, core::effect& f) {
         case core::effect_kind::closed: break;
     }
     if (in.ok() && reason >= (reasons == 0 ? 1 : reasons))
-        in.fail(reason_at, "effect reason " + std::to_string(reason) + " is not valid for " + core::to_string(f.kind));
+        in.fail(head_at, "effect reason " + std::to_string(reason) + " is not valid for " + core::to_string(f.kind));
 }
 
 }  // namespace
@@ -318,6 +364,7 @@ std::variant<header, read_error> cursor::read_header() {
         }
     }
     at_ = size;
+    base_ = delta_base{};
     return h;
 }
 
@@ -387,11 +434,11 @@ const decoded_step* cursor::next() {
     fields in(bytes_, at_, block_end_);
     step_.offset = at_;
     std::uint32_t count = 0;
-    event_of(in, step_.event, step_.error, count);
-    if (in.ok() && count > (block_end_ - in.at()) / 2)  // an effect is at least two bytes
-        in.fail(step_.offset + 4, "effect count " + std::to_string(count) + " runs past the end of its block");
+    event_of(in, base_, step_.event, step_.error, count);
+    if (in.ok() && count > block_end_ - in.at())  // an effect is at least one byte
+        in.fail(step_.offset, "effect count " + std::to_string(count) + " runs past the end of its block");
     effects_.resize(in.ok() ? count : 0);
-    for (std::uint32_t i = 0; in.ok() && i < count; ++i) effect_of(in, effects_[i]);
+    for (std::uint32_t i = 0; in.ok() && i < count; ++i) effect_of(in, base_, effects_[i]);
     if (in.failure()) return fail(in.failure()->line, std::move(in.failure()->message));
     at_ = in.at();
     step_.effects = effects_;
@@ -414,6 +461,11 @@ namespace {
 fields trusted(const unsigned char* p, std::size_t n) noexcept {
     return fields(std::string_view(reinterpret_cast<const char*>(p), n), 0, n);
 }
+fields trusted_record(const unsigned char* p, std::size_t n) noexcept {  // a snapshot record's fixed fields
+    fields in = trusted(p, n);
+    in.in_header();
+    return in;
+}
 
 }  // namespace
 
@@ -433,17 +485,17 @@ std::size_t snapshot_record_bytes(const unsigned char* record) noexcept {
     return 1;
 }
 
-void decode_step(const unsigned char* step, core::event& e, core::event_error& error,
+void decode_step(const unsigned char* step, delta_base& base, core::event& e, core::event_error& error,
                  std::vector<core::effect>& effects) {
     fields in = trusted(step, step_bytes(step));
     std::uint32_t count = 0;
-    event_of(in, e, error, count);
+    event_of(in, base, e, error, count);
     effects.resize(count);
-    for (core::effect& f : effects) effect_of(in, f);
+    for (core::effect& f : effects) effect_of(in, base, f);
 }
 
 core::snapshot_record decode_snapshot_record(const unsigned char* record) {
-    fields in = trusted(record, snapshot_record_bytes(record));
+    fields in = trusted_record(record, snapshot_record_bytes(record));
     return snapshot_record_of(in).value_or(core::snapshot_end{});
 }
 

@@ -86,31 +86,54 @@ struct record_encoder {
 
 }  // namespace
 
-unsigned char* put_event(unsigned char* out, const core::event& e, std::uint32_t effect_count,
+namespace {
+
+unsigned char* put_varint(unsigned char* out, std::uint64_t v) noexcept {
+    while (v >= 0x80) {
+        *out++ = static_cast<unsigned char>(v | 0x80);
+        v >>= 7;
+    }
+    *out++ = static_cast<unsigned char>(v);
+    return out;
+}
+
+// `value` as its difference from `base` (wrapping), zigzag-encoded; `base` becomes it.
+unsigned char* put_delta(unsigned char* out, std::uint64_t& base, std::uint64_t value) noexcept {
+    const std::uint64_t d = value - base;
+    base = value;
+    return put_varint(out, (d << 1) ^ (0 - (d >> 63)));
+}
+
+}  // namespace
+
+unsigned char* put_event(unsigned char* out, delta_base& base, const core::event& e, std::uint32_t effect_count,
                          core::event_error error) noexcept {
-    unsigned char* p = put_u8(out, byte_of(e.kind));
-    p = put_u8(p, flags_of(e));
-    p = put_u8(p, byte_of(error));
-    p = put_u8(p, 0);
-    p = put(p, effect_count);
-    p = put(p, e.now);
+    const bool has_error = error != core::event_error::ok;
+    *out++ = static_cast<unsigned char>(byte_of(e.kind) | flags_of(e) << 4 | (has_error ? 0x80 : 0));
+    if (has_error) *out++ = byte_of(error);
+    unsigned char* p = put_varint(out, effect_count);
+    p = put_delta(p, base.now, e.now);
     switch (e.kind) {
         case core::event_kind::acquire:
-            p = put(put(p, e.waiter), e.handle);
-            if (e.deadline) p = put(p, *e.deadline);
-            if (e.weight) p = put(p, *e.weight);
-            if (e.has_max_leases) p = put(p, e.lease);
+            p = put_delta(p, base.waiter, e.waiter);
+            p = put_delta(p, base.handle, e.handle);
+            if (e.deadline) {
+                std::uint64_t relative = e.now;  // the deadline as its difference from the event's time
+                p = put_delta(p, relative, *e.deadline);
+            }
+            if (e.weight) p = put_varint(p, *e.weight);
+            if (e.has_max_leases) p = put_varint(p, e.lease);
             return p;
-        case core::event_kind::cancel: return put(p, e.waiter);
-        case core::event_kind::deregister: return put(p, e.handle);
-        case core::event_kind::release: return put(put(p, e.slot), e.lease);
-        case core::event_kind::resize: return put(put(p, e.max_slots()), e.min_slots());
+        case core::event_kind::cancel: return put_delta(p, base.waiter, e.waiter);
+        case core::event_kind::deregister: return put_delta(p, base.handle, e.handle);
+        case core::event_kind::release: return put_delta(put_varint(p, e.slot), base.lease, e.lease);
+        case core::event_kind::resize: return put_varint(put_varint(p, e.max_slots()), e.min_slots());
         case core::event_kind::spawned:
         case core::event_kind::spawn_failed:
         case core::event_kind::retired:
         case core::event_kind::died:
         case core::event_kind::checked:
-        case core::event_kind::reset_done: return put(p, e.slot);
+        case core::event_kind::reset_done: return put_varint(p, e.slot);
         case core::event_kind::start:
         case core::event_kind::tick:
         case core::event_kind::shutdown: return p;
@@ -118,28 +141,29 @@ unsigned char* put_event(unsigned char* out, const core::event& e, std::uint32_t
     return p;
 }
 
-unsigned char* put_effect(unsigned char* out, const core::effect& f) noexcept {
+unsigned char* put_effect(unsigned char* out, delta_base& base, const core::effect& f) noexcept {
     std::uint8_t reason = 0;
     if (f.kind == core::effect_kind::reject) reason = byte_of(f.rejected);
     if (f.kind == core::effect_kind::retire) reason = byte_of(f.retired);
-    unsigned char* p = put_u8(put_u8(out, byte_of(f.kind)), reason);
+    *out++ = static_cast<unsigned char>(byte_of(f.kind) | reason << 3);
     switch (f.kind) {
-        case core::effect_kind::grant: return put(put(put(p, f.waiter), f.slot), f.lease);
-        case core::effect_kind::reject: return put(p, f.waiter);
-        case core::effect_kind::leak_suspected: return put(put(p, f.slot), f.lease);
+        case core::effect_kind::grant:
+            return put_delta(put_varint(put_delta(out, base.waiter, f.waiter), f.slot), base.lease, f.lease);
+        case core::effect_kind::reject: return put_delta(out, base.waiter, f.waiter);
+        case core::effect_kind::leak_suspected: return put_delta(put_varint(out, f.slot), base.lease, f.lease);
         case core::effect_kind::spawn:
         case core::effect_kind::retire:
         case core::effect_kind::check:
-        case core::effect_kind::reset: return put(p, f.slot);
-        case core::effect_kind::closed: return p;
+        case core::effect_kind::reset: return put_varint(out, f.slot);
+        case core::effect_kind::closed: return out;
     }
-    return p;
+    return out;
 }
 
-unsigned char* put_step(unsigned char* out, const core::event& e, std::span<const core::effect> effects,
-                        core::event_error error) noexcept {
-    unsigned char* p = put_event(out, e, static_cast<std::uint32_t>(effects.size()), error);
-    for (const core::effect& f : effects) p = put_effect(p, f);
+unsigned char* put_step(unsigned char* out, delta_base& base, const core::event& e,
+                        std::span<const core::effect> effects, core::event_error error) noexcept {
+    unsigned char* p = put_event(out, base, e, static_cast<std::uint32_t>(effects.size()), error);
+    for (const core::effect& f : effects) p = put_effect(p, base, f);
     return p;
 }
 
@@ -208,6 +232,7 @@ std::string encode(const trace& t) {
     }());
     std::vector<core::effect> effects;
     std::vector<unsigned char> block;
+    delta_base base;  // zero at the file's start
     for (std::size_t first = 0; first < t.steps.size(); first += canonical_block_steps) {
         const std::size_t last = std::min(t.steps.size(), first + canonical_block_steps);
         std::size_t bound = block_header_bytes;
@@ -218,7 +243,7 @@ std::string encode(const trace& t) {
             const step& s = t.steps[i];
             effects.clear();
             for (const recorded_effect& f : s.effects) effects.push_back(f.effect);
-            p = put_step(p, s.event, effects, s.error.value_or(core::event_error::ok));
+            p = put_step(p, base, s.event, effects, s.error.value_or(core::event_error::ok));
         }
         const auto payload = static_cast<std::size_t>(p - block.data()) - block_header_bytes;
         const unsigned char* end = seal_block(block.data(), payload, static_cast<std::uint32_t>(last - first));

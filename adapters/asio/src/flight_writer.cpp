@@ -92,6 +92,7 @@ void flight_writer::segment(const segment_start& s, std::uint32_t records) {
     if (binary_ && open_ && (options_.memory_only || !failed_)) write_block();  // the segment before ends
     open_ = false;
     starting_ = s;
+    base_ = trace::v3::delta_base{};  // the actor's deltas start from zero at each segment
     snapshot_.clear();
     snapshot_bytes_.clear();
     snapshot_records_ = snapshot_left_ = records;
@@ -124,7 +125,7 @@ void flight_writer::steps(const unsigned char* p, std::size_t n, std::uint32_t s
         if (o == nullptr) return;
         core::event e;
         core::event_error error = core::event_error::ok;
-        trace::v3::decode_step(p, e, error, effects_);
+        trace::v3::decode_step(p, base_, e, error, effects_);
         trace::write_step(*o, e, effects_, error);
         if (options_.memory_only) ++events_written_;
         else ++batch_events_;

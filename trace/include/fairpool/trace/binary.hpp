@@ -37,21 +37,36 @@ inline constexpr std::size_t gap_block_bytes = block_header_bytes + 8;
 // canonical encoding, so that one text trace has exactly one v3 encoding.
 inline constexpr std::uint32_t canonical_block_steps = 4096;
 
-// The most bytes an event record takes, and an effect record.
-inline constexpr std::size_t max_event_bytes = 16 + 36;  // the head, then an acquire with every option
-inline constexpr std::size_t max_effect_bytes = 22;      // a grant
+// Steps are written compactly (section 7.3): an event's time, and the waiter, handle and
+// lease ids, as the difference from the one before in the same file (zigzag LEB128
+// varints), every other number as an LEB128 varint. A delta_base holds what those
+// differences are taken from: all zero at the start of each file, and it follows every
+// step encoded or decoded. So a file is read from its start: its blocks are checked one
+// by one, but decoded in order.
+struct delta_base {
+    core::nanos now = 0;
+    std::uint64_t waiter = 0;
+    std::uint64_t handle = 0;
+    std::uint64_t lease = 0;
+    friend bool operator==(const delta_base&, const delta_base&) = default;
+};
+
+// The most bytes an event record takes (an acquire with every option), and an effect
+// record (a grant).
+inline constexpr std::size_t max_event_bytes = 1 + 1 + 5 + 10 + 10 + 10 + 10 + 5 + 10;
+inline constexpr std::size_t max_effect_bytes = 1 + 10 + 3 + 10;
 [[nodiscard]] constexpr std::size_t max_step_bytes(std::size_t effects) noexcept {
     return max_event_bytes + effects * max_effect_bytes;
 }
 
-// Encoding: each writes at `out` and returns the end of what it wrote.
+// Encoding: each writes at `out`, returns the end of what it wrote, and moves `base` on.
 // A step is its event record (with the count of effects that follow and its error),
 // then that many effect records.
-unsigned char* put_event(unsigned char* out, const core::event& e, std::uint32_t effect_count,
+unsigned char* put_event(unsigned char* out, delta_base& base, const core::event& e, std::uint32_t effect_count,
                          core::event_error error) noexcept;
-unsigned char* put_effect(unsigned char* out, const core::effect& f) noexcept;
-unsigned char* put_step(unsigned char* out, const core::event& e, std::span<const core::effect> effects,
-                        core::event_error error) noexcept;
+unsigned char* put_effect(unsigned char* out, delta_base& base, const core::effect& f) noexcept;
+unsigned char* put_step(unsigned char* out, delta_base& base, const core::event& e,
+                        std::span<const core::effect> effects, core::event_error error) noexcept;
 // A block whose payload (`payload_bytes` of records, `steps` whole steps) is already at
 // block + block_header_bytes: writes its header in front of it, the CRC included, and
 // returns the block's end.
@@ -71,34 +86,41 @@ unsigned char* put_snapshot_record(unsigned char* out, const core::snapshot_reco
 // which only its actor writes): their sizes (inline: the writer finds each step's), and
 // what they hold.
 namespace sizes {
-// An event record's bytes by kind (start acquire cancel deregister release spawned
-// spawn_failed retired died tick shutdown checked reset_done resize), an acquire's
-// without its optional fields; an effect record's by kind (grant reject spawn retire
-// leak_suspected closed check reset).
-inline constexpr std::uint8_t event[16] = {16, 32, 24, 24, 28, 20, 20, 20, 20, 16, 16, 20, 20, 32, 16, 16};
-inline constexpr std::uint8_t acquire_options[8] = {0, 8, 4, 12, 8, 16, 12, 20};  // by flags
-inline constexpr std::uint8_t effect[8] = {22, 10, 6, 6, 14, 2, 6, 6};
+// The varints after an event record's head, its optional error byte and its effect
+// count, by kind (start acquire cancel deregister release spawned spawn_failed retired
+// died tick shutdown checked reset_done resize): the time, then the kind's fields
+// (an acquire's options add one each); after an effect record's head, by kind (grant
+// reject spawn retire leak_suspected closed check reset).
+inline constexpr std::uint8_t event_varints[16] = {1, 3, 2, 2, 3, 2, 2, 2, 2, 1, 1, 2, 2, 3, 1, 1};
+inline constexpr std::uint8_t acquire_options[8] = {0, 1, 1, 2, 1, 2, 2, 3};  // by flags
+inline constexpr std::uint8_t effect_varints[8] = {3, 1, 1, 1, 2, 0, 1, 1};
+inline constexpr std::uint8_t has_error = 0x80;  // in an event record's head
+// The end of `n` varints from `p`.
+[[nodiscard]] inline const unsigned char* skip(const unsigned char* p, unsigned n) noexcept {
+    for (; n > 0; --n)
+        while (*p++ & 0x80U) {
+        }
+    return p;
+}
 }  // namespace sizes
-[[nodiscard]] inline std::size_t event_record_bytes(const unsigned char* event) noexcept {
-    const unsigned kind = event[0] & 15U;
-    return sizes::event[kind] + (kind == 1 ? sizes::acquire_options[event[1] & 7U] : 0);
-}
-[[nodiscard]] inline std::uint32_t effect_count_of(const unsigned char* event) noexcept {
-    return std::uint32_t{event[4]} | std::uint32_t{event[5]} << 8 | std::uint32_t{event[6]} << 16 |
-           std::uint32_t{event[7]} << 24;
-}
-[[nodiscard]] inline std::size_t effect_record_bytes(const unsigned char* effect) noexcept {
-    return sizes::effect[effect[0] & 7U];
-}
-// The event record and its effects.
+// The event record and its effects: their bytes.
 [[nodiscard]] inline std::size_t step_bytes(const unsigned char* event) noexcept {
-    std::size_t n = event_record_bytes(event);
-    for (std::uint32_t i = effect_count_of(event); i > 0; --i) n += effect_record_bytes(event + n);
-    return n;
+    const unsigned head = event[0];
+    const unsigned kind = head & 15U;
+    const unsigned char* p = event + 1 + ((head & sizes::has_error) ? 1 : 0);
+    std::uint32_t effects = 0;
+    for (int shift = 0;; shift += 7) {  // the effect count
+        effects |= std::uint32_t{*p & 0x7FU} << shift;
+        if ((*p++ & 0x80U) == 0) break;
+    }
+    p = sizes::skip(p, sizes::event_varints[kind] + (kind == 1 ? sizes::acquire_options[(head >> 4) & 7U] : 0U));
+    for (; effects > 0; --effects) p = sizes::skip(p + 1, sizes::effect_varints[*p & 7U]);
+    return static_cast<std::size_t>(p - event);
 }
 [[nodiscard]] std::size_t snapshot_record_bytes(const unsigned char* record) noexcept;
-// The step at `step` (step_bytes long): its event, error and effects (into `effects`).
-void decode_step(const unsigned char* step, core::event& e, core::event_error& error,
+// The step at `step` (step_bytes long): its event, error and effects (into `effects`),
+// `base` moved on past it.
+void decode_step(const unsigned char* step, delta_base& base, core::event& e, core::event_error& error,
                  std::vector<core::effect>& effects);
 [[nodiscard]] core::snapshot_record decode_snapshot_record(const unsigned char* record);
 
@@ -153,6 +175,7 @@ private:
     bool in_block_ = false;
     bool done_ = false;
     std::uint64_t steps_read_ = 0;
+    delta_base base_;
     decoded_step step_;
     std::vector<core::effect> effects_;
     std::optional<read_error> error_;

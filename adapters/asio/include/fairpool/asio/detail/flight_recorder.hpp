@@ -81,7 +81,7 @@ public:
         ++events_seen_;
         if (in_gap_ || !ring_.has_room(trace::v3::max_step_bytes(r.effects.size()))) [[unlikely]]
             return lose_step();
-        const std::size_t bytes = ring_.advance(trace::v3::put_step(ring_.tail(), e, r.effects, r.error));
+        const std::size_t bytes = ring_.advance(trace::v3::put_step(ring_.tail(), base_, e, r.effects, r.error));
         ring_.publish();
         --events_left_;
         pushed(bytes, ring_.room_seen());
@@ -159,6 +159,7 @@ private:
     // count of the state.
     std::size_t room_lacking_ = 0;
     bool in_gap_ = false;
+    trace::v3::delta_base base_;  // the segment's steps so far (v3 deltas), zero at its start
     std::uint32_t snapshot_left_ = 0;  // the writer's: snapshot records of a segment still to read
     std::uint64_t pushed_ = 0;        // bytes pushed into the ring
     std::uint64_t next_wake_at_ = 0;  // pushed_ at which a post is due again (half a ring past the last)
@@ -251,6 +252,7 @@ inline flight_recorder::~flight_recorder() {
     };
     core.snapshot(put);
     ring_.publish();
+    base_ = trace::v3::delta_base{};  // a segment is a file: its steps' deltas start from zero
     events_left_ = options_.segment_events;
     bump(segments_started_);
     pushed(bytes, ring_.room_seen());

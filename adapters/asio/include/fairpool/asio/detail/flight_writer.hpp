@@ -39,6 +39,7 @@
 #include "fairpool/asio/detail/flight_record.hpp"
 #include "fairpool/asio/recorder_options.hpp"
 #include "fairpool/core/config.hpp"
+#include "fairpool/trace/binary.hpp"
 
 namespace fairpool::detail {
 
@@ -121,6 +122,7 @@ private:
     std::vector<unsigned char> snapshot_bytes_;    // binary: as the ring holds them (v3)
     std::uint32_t snapshot_records_ = 0;
     std::vector<core::effect> effects_;  // text: of the step being formatted
+    trace::v3::delta_base base_;         // text: the segment's steps decoded so far
     bool open_ = false;  // a segment's start was written: steps go to out()
 
     // Directory mode.
