@@ -1,7 +1,10 @@
 // Trace format v3, binary (docs/CONTRACT.md section 7.3; fairpool/trace/binary.hpp):
 // CRC-32C against its published vectors (by instruction and by table); every golden
 // trace through v3 and back gives the same canonical v2 text, and the canonical v3
-// encoding is a fixed point; random steps round trip (RapidCheck); and every kind of
+// encoding is a fixed point; every record is the bytes section 7.3 names, its numbers
+// LEB128 varints and its times and ids zigzag deltas from the step before, from zero at
+// each file's start (negative deltas too); random steps round trip, through a file and
+// through step_bytes and decode_step from any base (RapidCheck); and every kind of
 // damage is refused with its exact message at its exact byte offset: every flipped
 // bit and byte of a file, every truncation (with and without a torn tail allowed), bad
 // checksums, other versions, and hand-built records that do not decode.
@@ -16,8 +19,10 @@
 #include <exception>
 #include <filesystem>
 #include <fstream>
+#include <initializer_list>
 #include <iterator>
 #include <optional>
+#include <ostream>
 #include <span>
 #include <sstream>
 #include <string>
@@ -33,6 +38,13 @@
 #include "fairpool/trace/format.hpp"
 #include "fairpool/trace/read.hpp"
 #include "fairpool/trace/write.hpp"
+
+namespace fairpool::trace::v3 {
+// For gtest's messages.
+void PrintTo(const delta_base& b, std::ostream* out) {
+    *out << "{now " << b.now << ", waiter " << b.waiter << ", handle " << b.handle << ", lease " << b.lease << "}";
+}
+}  // namespace fairpool::trace::v3
 
 namespace fairpool::trace {
 namespace {
@@ -131,12 +143,28 @@ struct bytes {
         return *this;
     }
     bytes& raw(std::string_view s) { return b += s, *this; }
-    // An event record's head: kind, flags, error, the zero byte, effect count, now.
-    bytes& event(std::uint8_t kind, std::uint32_t effects = 0, std::uint8_t flags = 0, std::uint8_t error = 0,
-                 std::uint8_t pad = 0, std::uint64_t now = 5) {
-        return u8(kind).u8(flags).u8(error).u8(pad).u32(effects).u64(now);
+    // An unsigned LEB128 varint, in its fewest bytes.
+    bytes& var(std::uint64_t v) {
+        for (; v >= 0x80; v >>= 7) u8(static_cast<std::uint8_t>(v | 0x80));
+        return u8(static_cast<std::uint8_t>(v));
     }
-    bytes& tick() { return event(9); }
+    // A zigzag varint of the (wrapping) difference d.
+    bytes& zz(std::int64_t d) {
+        const auto u = static_cast<std::uint64_t>(d);
+        return var((u << 1) ^ (0 - (u >> 63)));
+    }
+    // An event record's head byte (kind | flags << 4 | 0x80 with an error), its error
+    // byte, its effect count and its time (as a delta from the one before: 5 from a
+    // file's start).
+    bytes& event(std::uint8_t kind, std::uint64_t effects = 0, std::uint8_t flags = 0,
+                 std::optional<std::uint8_t> error = std::nullopt, std::int64_t now = 5) {
+        u8(static_cast<std::uint8_t>(kind | flags << 4 | (error ? 0x80 : 0)));
+        if (error) u8(*error);
+        return var(effects).zz(now);
+    }
+    bytes& tick() { return event(9); }  // 3 bytes: 09 00 0a
+    // An effect record's head byte.
+    bytes& effect(std::uint8_t kind, std::uint8_t reason = 0) { return u8(static_cast<std::uint8_t>(kind | reason << 3)); }
 };
 
 // A block, its CRC computed here (so a record that does not decode is what's reported).
@@ -189,8 +217,9 @@ file_layout layout_of(std::string_view file) {
     return l;
 }
 
-// A block of these steps, encoded with the encoder's own pieces.
-std::string block_of(std::span<const step> steps) {
+// A block of these steps, encoded with the encoder's own pieces: the deltas from
+// `base` (a file's blocks share one base, zero at its start), moved on past them.
+std::string block_of(std::span<const step> steps, v3::delta_base& base) {
     std::size_t bound = v3::block_header_bytes;
     for (const step& s : steps) bound += v3::max_step_bytes(s.effects.size());
     std::vector<unsigned char> buf(bound);
@@ -199,10 +228,31 @@ std::string block_of(std::span<const step> steps) {
     for (const step& s : steps) {
         effects.clear();
         for (const recorded_effect& f : s.effects) effects.push_back(f.effect);
-        p = v3::put_step(p, s.event, effects, s.error.value_or(event_error::ok));
+        p = v3::put_step(p, base, s.event, effects, s.error.value_or(event_error::ok));
     }
     const auto payload = static_cast<std::size_t>(p - buf.data()) - v3::block_header_bytes;
     const unsigned char* end = v3::seal_block(buf.data(), payload, static_cast<std::uint32_t>(steps.size()));
+    return {reinterpret_cast<const char*>(buf.data()), static_cast<std::size_t>(end - buf.data())};
+}
+
+// The steps in blocks of these sizes, encoded as one file's blocks are: one base
+// across them, zero at the first.
+std::string blocks_of(std::span<const step> steps, std::initializer_list<std::size_t> sizes) {
+    v3::delta_base base;
+    std::string out;
+    std::size_t first = 0;
+    for (const std::size_t n : sizes) {
+        out += block_of(steps.subspan(first, n), base);
+        first += n;
+    }
+    return out;
+}
+
+// One step's records as put_step writes them from `base` (moved on past them).
+std::string step_of(v3::delta_base& base, const event& e, std::vector<effect> effects = {},
+                    event_error error = event_error::ok) {
+    std::vector<unsigned char> buf(v3::max_step_bytes(effects.size()));
+    const unsigned char* end = v3::put_step(buf.data(), base, e, effects, error);
     return {reinterpret_cast<const char*>(buf.data()), static_cast<std::size_t>(end - buf.data())};
 }
 
@@ -300,14 +350,17 @@ TEST(trace_v3, every_golden_trace_round_trips_through_v3_to_its_canonical_v2_tex
         EXPECT_EQ(v2_text(parsed(v3::read(encoded, true, &cut), "as the last input")), canonical);
         EXPECT_FALSE(cut);
 
-        // Every position is a byte offset: each step's at its event record (whose first
-        // byte is its kind), increasing, inside the file; its effects and error there too.
+        // Every position is a byte offset: each step's at its event record (whose head
+        // byte holds its kind in bits 0-3, bit 7 set when an error byte follows),
+        // increasing, inside the file; its effects and error there too.
         std::size_t previous = 0;
         for (const step& s : decoded.steps) {
             ASSERT_LT(s.line, encoded.size());
             EXPECT_GT(s.line, previous);
             previous = s.line;
-            EXPECT_EQ(static_cast<unsigned char>(encoded[s.line]), static_cast<unsigned char>(s.event.kind));
+            const auto head = static_cast<unsigned char>(encoded[s.line]);
+            EXPECT_EQ(head & 15U, static_cast<unsigned>(s.event.kind));
+            EXPECT_EQ((head & 0x80U) != 0, s.error.has_value());
             for (const recorded_effect& f : s.effects) EXPECT_EQ(f.line, s.line);
             if (s.error) {
                 EXPECT_EQ(s.error_line, s.line);
@@ -389,23 +442,273 @@ TEST(trace_v3, blocks_of_any_size_read_as_the_same_trace) {
     const trace original = parsed(read(file_bytes(golden_dir() / "contract_example.trace")), "golden");
     ASSERT_EQ(original.steps.size(), 8u);
     const std::span<const step> steps(original.steps);
-    const std::string file = v3::header_bytes(original.config, std::nullopt, {}) + block_of(steps.subspan(0, 1)) +
-                             block_of(steps.subspan(1, 3)) + block_of(steps.subspan(4, 4));
+    const std::string head = v3::header_bytes(original.config, std::nullopt, {});
+    const std::string file = head + blocks_of(steps, {1, 3, 4});
     const trace back = parsed(v3::read(file, false), "blocks of 1, 3 and 4 steps");
     EXPECT_EQ(v2_text(back), v2_text(original));
     EXPECT_EQ(v3::encode(back), v3::encode(original));
     EXPECT_NE(v3::encode(back), file);
+    // The bytes of the steps are the same however they are cut into blocks: the deltas
+    // run on from one block to the next (a file is decoded from its start).
+    const auto payloads = [](std::string_view f) {
+        std::string out;
+        for (const block_info& b : layout_of(f).blocks) out += f.substr(b.offset + 16, b.size);
+        return out;
+    };
+    EXPECT_EQ(payloads(file), payloads(v3::encode(original)));
+    // So blocks each encoded from a zero base are another trace: its times run from the
+    // start of every block again.
+    std::string restarted = head;
+    for (const auto& [first, n] : {std::pair<std::size_t, std::size_t>{0, 1}, {1, 3}, {4, 4}}) {
+        v3::delta_base zero;
+        restarted += block_of(steps.subspan(first, n), zero);
+    }
+    const trace other = parsed(v3::read(restarted, false), "blocks from a zero base each");
+    ASSERT_EQ(other.steps.size(), 8u);
+    // (the tick @1000 opens the third block: its 1000 is taken from the @30 before it)
+    EXPECT_EQ(original.steps[4].event.now, 1000u);
+    EXPECT_EQ(other.steps[4].event.now, 1030u);
+    EXPECT_NE(v2_text(other), v2_text(original));
 }
 
-// The flight recorder sizes its buffers with max_step_bytes: the biggest records fit.
+// The flight recorder sizes its buffers with max_step_bytes: the biggest records fit,
+// exactly. A delta of -2^63 is the longest zigzag varint (2^64-1: 10 bytes), so each of
+// an acquire's times and ids is 2^63 away from the one before.
 TEST(trace_v3, the_largest_records_fit_their_bounds) {
+    constexpr std::uint64_t half = std::uint64_t{1} << 63;
     std::array<unsigned char, v3::max_event_bytes + 8> buf{};
-    const event biggest = event::acquire(UINT64_MAX, UINT64_MAX, UINT64_MAX, UINT64_MAX, UINT32_MAX, UINT64_MAX);
-    EXPECT_EQ(v3::put_event(buf.data(), biggest, 0, event_error::ok) - buf.data(),
+    // now, waiter and handle 2^63 from zero; the deadline 2^63-1 after now (2^64-2:
+    // 10 bytes too); weight 2^32-1 (5 bytes), max_leases 2^64-1 (10); an error byte;
+    // an effect count of 2^32-1 (5 bytes).
+    const event biggest = event::acquire(half, half, half, UINT64_MAX, UINT32_MAX, UINT64_MAX);
+    v3::delta_base base;
+    EXPECT_EQ(v3::put_event(buf.data(), base, biggest, UINT32_MAX, event_error::not_resetting) - buf.data(),
               static_cast<std::ptrdiff_t>(v3::max_event_bytes));
-    EXPECT_EQ(v3::put_effect(buf.data(), effect::grant(UINT64_MAX, 65535, UINT64_MAX)) - buf.data(),
+    EXPECT_EQ(base, (v3::delta_base{half, half, half, 0}));
+    // A grant: its waiter 2^63 back, its lease 2^63 on, slot 65535 (3 bytes).
+    EXPECT_EQ(v3::put_effect(buf.data(), base, effect::grant(0, 65535, half)) - buf.data(),
               static_cast<std::ptrdiff_t>(v3::max_effect_bytes));
+    EXPECT_EQ(base, (v3::delta_base{half, 0, half, half}));
     EXPECT_EQ(v3::put_gap(buf.data(), 7) - buf.data(), static_cast<std::ptrdiff_t>(v3::gap_block_bytes));
+
+    // The same event with no effects: step_bytes finds its end and it decodes.
+    v3::delta_base encoder;
+    const std::string record = step_of(encoder, biggest, {}, event_error::not_resetting);
+    EXPECT_EQ(record.size(), v3::max_event_bytes - 4);  // an effect count of 0: one byte
+    EXPECT_EQ(v3::step_bytes(reinterpret_cast<const unsigned char*>(record.data())), record.size());
+    v3::delta_base decoder;
+    event e;
+    event_error error = event_error::ok;
+    std::vector<effect> effects{effect::closed()};
+    v3::decode_step(reinterpret_cast<const unsigned char*>(record.data()), decoder, e, error, effects);
+    EXPECT_TRUE(e == biggest);
+    EXPECT_EQ(error, event_error::not_resetting);
+    EXPECT_TRUE(effects.empty());
+    EXPECT_EQ(decoder, encoder);
+}
+
+// Section 7.3 field by field: what the encoder writes for every kind of event and
+// effect, from a file's start, each delta from the step before (times going back and
+// ids going down as well as up), is these bytes, and they read back as those steps.
+TEST(trace_v3, the_encoder_writes_every_record_field_by_field) {
+    using core::event_kind;
+    using core::reject_reason;
+    using core::retire_reason;
+    struct case_ {
+        event e;
+        std::vector<effect> effects;
+        event_error error;
+        std::string expected;
+        v3::delta_base after;
+    };
+    const std::vector<case_> cases = {
+        {event::start(0), {}, event_error::ok, bytes{}.u8(0x00).var(0).zz(0).b, {0, 0, 0, 0}},
+        // An acquire with every option (flags 7), granted: head 0x71; the deadline from
+        // its own time (980), not from the time before.
+        {event::acquire(20, 1, 7, 1000, 3, 4),
+         {effect::grant(1, 0, 1)},
+         event_error::ok,
+         bytes{}.u8(0x71).var(1).zz(20).zz(1).zz(7).zz(980).var(3).var(4).effect(0).zz(0).var(0).zz(1).b,
+         {20, 1, 7, 1}},
+        // Options one at a time: deadline (1), weight (2), max_leases (4); a deadline
+        // before the event's time is a negative delta; max_leases 0 is written.
+        {event::acquire(30, 2, 8, 25), {}, event_error::ok, bytes{}.u8(0x11).var(0).zz(10).zz(1).zz(1).zz(-5).b, {30, 2, 8, 1}},
+        {event::acquire(30, 3, 8, std::nullopt, 65535), {}, event_error::ok,
+         bytes{}.u8(0x21).var(0).zz(0).zz(1).zz(0).var(65535).b, {30, 3, 8, 1}},
+        {event::acquire(30, 4, 8, std::nullopt, std::nullopt, 0), {}, event_error::ok,
+         bytes{}.u8(0x41).var(0).zz(0).zz(1).zz(0).var(0).b, {30, 4, 8, 1}},
+        {event::acquire(30, 5, 8), {}, event_error::ok, bytes{}.u8(0x01).var(0).zz(0).zz(1).zz(0).b, {30, 5, 8, 1}},
+        // Time going back (30 -> 15) and a waiter id going down (5 -> 0): a cancel, its
+        // reject (reason cancelled = 2, head 0x11) with the waiter it cancelled.
+        {event::cancel(15, 0),
+         {effect::reject(0, reject_reason::cancelled)},
+         event_error::ok,
+         bytes{}.u8(0x02).var(1).zz(-15).zz(-5).effect(1, 2).zz(0).b,
+         {15, 0, 8, 1}},
+        // An error byte (head bit 7) and a handle going down.
+        {event::deregister(15, 3), {}, event_error::duplicate_waiter, bytes{}.u8(0x83).u8(7).var(0).zz(0).zz(-5).b,
+         {15, 0, 3, 1}},
+        // A dirty release (flag 1) of slot 300 (a two-byte varint), lease 1 -> 0; a retire
+        // (reason dirty = 0) and a leak_suspected whose lease follows the release's.
+        {event::release(100, 300, 0, core::release_outcome::dirty),
+         {effect::retire(300, retire_reason::dirty), effect::leak_suspected(2, 9)},
+         event_error::ok,
+         bytes{}.u8(0x14).var(2).zz(85).var(300).zz(-1).effect(3, 0).var(300).effect(4).var(2).zz(9).b,
+         {100, 0, 3, 9}},
+        {event::release(100, 65535, 9), {}, event_error::stale_lease, bytes{}.u8(0x84).u8(8).var(0).zz(0).var(65535).zz(0).b,
+         {100, 0, 3, 9}},
+        // A resize: plain varints, no delta (the waiter and handle bases stay).
+        {event::resize(101, 65536, 0), {}, event_error::ok, bytes{}.u8(0x0d).var(0).zz(1).var(65536).var(0).b, {101, 0, 3, 9}},
+        {event::spawned(101, 0), {effect::check(0)}, event_error::ok, bytes{}.u8(0x05).var(1).zz(0).var(0).effect(6).var(0).b,
+         {101, 0, 3, 9}},
+        {event::spawn_failed(102, 1), {effect::spawn(1)}, event_error::ok,
+         bytes{}.u8(0x06).var(1).zz(1).var(1).effect(2).var(1).b, {102, 0, 3, 9}},
+        {event::retired(103, 127), {}, event_error::ok, bytes{}.u8(0x07).var(0).zz(1).var(127).b, {103, 0, 3, 9}},
+        {event::died(104, 128), {effect::retire(128, retire_reason::resize)}, event_error::ok,
+         bytes{}.u8(0x08).var(1).zz(1).var(128).effect(3, 7).var(128).b, {104, 0, 3, 9}},
+        {event::checked(104, 5, core::check_outcome::dead), {effect::reset(5)}, event_error::ok,
+         bytes{}.u8(0x1b).var(1).zz(0).var(5).effect(7).var(5).b, {104, 0, 3, 9}},
+        {event::checked(104, 5, core::check_outcome::alive), {}, event_error::not_checking,
+         bytes{}.u8(0x8b).u8(12).var(0).zz(0).var(5).b, {104, 0, 3, 9}},
+        {event::reset_done(105, 6, core::reset_outcome::failed), {}, event_error::ok, bytes{}.u8(0x1c).var(0).zz(1).var(6).b,
+         {105, 0, 3, 9}},
+        {event::reset_done(105, 6, core::reset_outcome::ok), {}, event_error::ok, bytes{}.u8(0x0c).var(0).zz(0).var(6).b,
+         {105, 0, 3, 9}},
+        // A grant's waiter and lease follow the ids before them (0 -> 2, 9 -> 10).
+        {event::tick(1105), {effect::grant(2, 1, 10)}, event_error::ok,
+         bytes{}.u8(0x09).var(1).zz(1000).effect(0).zz(2).var(1).zz(1).b, {1105, 2, 3, 10}},
+        {event::of(event_kind::shutdown, 1105), {effect::reject(2, reject_reason::closed), effect::closed()}, event_error::ok,
+         bytes{}.u8(0x0a).var(2).zz(0).effect(1, 4).zz(0).effect(5).b, {1105, 2, 3, 10}},
+        // The far ends: time from 1105 to 0 and on to 2^64-1 (a delta of -1: one byte).
+        {event::tick(0), {}, event_error::ok, bytes{}.u8(0x09).var(0).zz(-1105).b, {0, 2, 3, 10}},
+        {event::tick(UINT64_MAX), {}, event_error::ok, bytes{}.u8(0x09).var(0).zz(-1).b, {UINT64_MAX, 2, 3, 10}},
+        {event::cancel(UINT64_MAX, UINT64_MAX), {}, event_error::ok, bytes{}.u8(0x02).var(0).zz(0).zz(-3).b,
+         {UINT64_MAX, UINT64_MAX, 3, 10}},
+        {event::cancel(0, 0), {}, event_error::ok, bytes{}.u8(0x02).var(0).zz(1).zz(1).b, {0, 0, 3, 10}},
+    };
+    v3::delta_base base;
+    trace t;
+    t.version = 2;
+    std::string payload;
+    for (std::size_t i = 0; i < cases.size(); ++i) {
+        const case_& c = cases[i];
+        SCOPED_TRACE("case " + std::to_string(i) + ": " + core::to_string(c.e.kind));
+        const v3::delta_base before = base;
+        const std::string got = step_of(base, c.e, c.effects, c.error);
+        EXPECT_EQ(testing::PrintToString(got), testing::PrintToString(c.expected));
+        EXPECT_EQ(base, c.after);
+        EXPECT_EQ(v3::step_bytes(reinterpret_cast<const unsigned char*>(got.data())), got.size());
+        // decode_step from the base before: the step, and the same base after.
+        v3::delta_base decoder = before;
+        event e;
+        event_error error = event_error::ok;
+        std::vector<effect> effects;
+        v3::decode_step(reinterpret_cast<const unsigned char*>(c.expected.data()), decoder, e, error, effects);
+        EXPECT_TRUE(e == c.e);
+        EXPECT_EQ(error, c.error);
+        EXPECT_TRUE(effects == c.effects);
+        EXPECT_EQ(decoder, c.after);
+        payload += c.expected;
+        step& s = t.steps.emplace_back();
+        s.event = c.e;
+        for (const effect& f : c.effects) s.effects.push_back({f, 0});
+        if (c.error != event_error::ok) s.error = c.error;
+    }
+    // The whole run as one block (the canonical encoding's) reads back as those steps.
+    const std::string file = plain_header() + steps_block(payload, static_cast<std::uint32_t>(cases.size()));
+    EXPECT_EQ(file, v3::encode(t));
+    const trace back = parsed(v3::read(file, false), "the records by hand");
+    EXPECT_EQ(v2_text(back), v2_text(t));
+}
+
+// The deltas start from zero in every file: the same steps encode to the same blocks
+// whatever file they are in and whatever came before them in another file; in one
+// file, the second run of the same steps is written from where the first ended.
+TEST(trace_v3, deltas_start_from_zero_in_every_file) {
+    trace first = parsed(read(file_bytes(golden_dir() / "contract_example.trace")), "golden");
+    trace second = first;
+    second.segment = segment_info{2, 8, 0};
+    // Later times and ids (as a recording's next segment holds), after a first file:
+    for (step& s : second.steps) {
+        s.event.now += 5000;
+        if (s.event.deadline) *s.event.deadline += 5000;
+    }
+    const std::string a = v3::encode(first), b = v3::encode(second);
+    const std::string body_a = a.substr(layout_of(a).header);
+    const std::string body_b = b.substr(layout_of(b).header);
+    // ... only the first step's time delta differs: 0 -> 5000 (varint 10000: two bytes)
+    EXPECT_EQ(body_b.size(), body_a.size() + 1);
+    trace again = first;
+    again.segment = segment_info{7, 123, 0};
+    const std::string c = v3::encode(again);
+    EXPECT_EQ(c.substr(layout_of(c).header), body_a);  // another header, the same blocks
+    // The two files read one after the other (each its own cursor), and the steps of
+    // the second are the second file's, not taken from the end of the first.
+    EXPECT_EQ(v2_text(parsed(v3::read(b, false), "second")), v2_text(second));
+    v3::cursor ca(a, false), cb(b, false);
+    ASSERT_TRUE(std::holds_alternative<v3::header>(ca.read_header()));
+    ASSERT_TRUE(std::holds_alternative<v3::header>(cb.read_header()));
+    while (ca.next() != nullptr) {
+    }
+    ASSERT_FALSE(ca.error());
+    const v3::decoded_step* s = cb.next();
+    ASSERT_NE(s, nullptr);
+    EXPECT_EQ(s->event.now, 5000u);
+
+    // In one file the steps twice: the second run's bytes are not the first's (its
+    // first time is a delta from the end of the first run, back to 0), and it reads.
+    trace twice = first;
+    twice.steps.insert(twice.steps.end(), first.steps.begin(), first.steps.end());
+    const std::string d = v3::encode(twice);
+    const trace back = parsed(v3::read(d, false), "the steps twice");
+    EXPECT_EQ(v2_text(back), v2_text(twice));
+    EXPECT_EQ(back.steps[8].event.now, 0u);
+    ASSERT_FALSE(back.gap);
+    const std::string run1 = d.substr(back.steps[0].line, back.steps[8].line - back.steps[0].line);
+    const std::string run2 = d.substr(back.steps[8].line);
+    EXPECT_NE(run2, run1);
+    // @0 after @1300 is zigzag(-1300), two bytes where @0 from the file's start took one;
+    // every other delta of the second run is as short as the first's.
+    EXPECT_EQ(run2.size(), run1.size() + 1);
+}
+
+// Times going backwards and ids going down (what the core refuses, or what a trace
+// of bad input holds) round-trip like any other: negative deltas, and the far ends of
+// a u64 (wrapping differences).
+TEST(trace_v3, times_going_backwards_and_ids_going_down_round_trip) {
+    trace t;
+    t.version = 2;
+    const std::vector<std::uint64_t> values = {100, 50, 0, UINT64_MAX, 0, std::uint64_t{1} << 63, 1, UINT64_MAX - 1, 7, 7};
+    for (std::size_t i = 0; i < values.size(); ++i) {
+        const std::uint64_t v = values[i];
+        const std::uint64_t w = values[values.size() - 1 - i];
+        step& s = t.steps.emplace_back();
+        switch (i % 4) {
+            case 0: s.event = event::acquire(v, w, v, w); break;
+            case 1: s.event = event::cancel(v, w); break;
+            case 2: s.event = event::deregister(v, w); break;
+            default: s.event = event::release(v, static_cast<std::uint32_t>(i), w); break;
+        }
+        s.effects.push_back({effect::grant(v, 0, w), 0});
+        s.effects.push_back({effect::reject(w, core::reject_reason::timeout), 0});
+        s.effects.push_back({effect::leak_suspected(1, v), 0});
+    }
+    const std::string encoded = v3::encode(t);
+    const trace back = parsed(v3::read(encoded, false), "backwards");
+    ASSERT_EQ(back.steps.size(), t.steps.size());
+    for (std::size_t i = 0; i < t.steps.size(); ++i) {
+        SCOPED_TRACE(i);
+        EXPECT_TRUE(back.steps[i].event == t.steps[i].event);
+        ASSERT_EQ(back.steps[i].effects.size(), 3u);
+        for (std::size_t k = 0; k < 3; ++k) EXPECT_TRUE(back.steps[i].effects[k].effect == t.steps[i].effects[k].effect);
+    }
+    EXPECT_EQ(v2_text(back), v2_text(t));
+    // A step back by one is one byte, as a step forward by one is.
+    v3::delta_base base{10, 10, 10, 10};
+    EXPECT_EQ(testing::PrintToString(step_of(base, event::cancel(9, 9))),
+              testing::PrintToString(bytes{}.u8(0x02).var(0).u8(0x01).u8(0x01).b));
+    EXPECT_EQ(testing::PrintToString(step_of(base, event::cancel(10, 10))),
+              testing::PrintToString(bytes{}.u8(0x02).var(0).u8(0x02).u8(0x02).b));
 }
 
 // ---- RapidCheck: random steps ---------------------------------------------------------
@@ -520,12 +823,76 @@ RC_GTEST_PROP(trace_v3, random_steps_decode_to_the_same_events_effects_and_error
     RC_ASSERT(v2_text(back) == v2_text(t));
 
     // Each step fits the bound the flight recorder sizes its buffer with.
+    v3::delta_base base;
     for (const step& s : t.steps) {
         std::vector<effect> effects;
         for (const recorded_effect& f : s.effects) effects.push_back(f.effect);
         std::vector<unsigned char> buf(v3::max_step_bytes(effects.size()));
-        RC_ASSERT(v3::put_step(buf.data(), s.event, effects, s.error.value_or(event_error::ok)) <= buf.data() + buf.size());
+        RC_ASSERT(v3::put_step(buf.data(), base, s.event, effects, s.error.value_or(event_error::ok)) <=
+                  buf.data() + buf.size());
     }
+}
+
+rc::Gen<v3::delta_base> any_base() {
+    return rc::gen::exec([] {
+        switch (*rc::gen::inRange(0, 3)) {
+            case 0: return v3::delta_base{};  // a file's start
+            case 1: {                         // small ids, as a pool's are
+                const auto small = rc::gen::inRange<std::uint64_t>(0, 200);
+                return v3::delta_base{*small, *small, *small, *small};
+            }
+            default: return v3::delta_base{*any_u64(), *any_u64(), *any_u64(), *any_u64()};
+        }
+    });
+}
+
+// The flight recorder's ring: steps put one after the other from any base. step_bytes
+// finds each one's end from its bytes alone (the length put_step wrote), and
+// decode_step from a copy of the base the encoder started that step from gives back
+// its event, effects and error, and leaves the base where the encoder's was.
+RC_GTEST_PROP(trace_v3, step_bytes_and_decode_step_agree_with_put_step_from_any_base, ()) {
+    const v3::delta_base start = *any_base();
+    const auto steps = *rc::gen::container<std::vector<step>>(any_step());
+    std::size_t bound = 0;
+    for (const step& s : steps) bound += v3::max_step_bytes(s.effects.size());
+    // Bytes past each step are 0xff (continuations): a size that ran past its step
+    // would not come out right.
+    std::vector<unsigned char> ring(bound + 16, 0xff);
+    std::vector<std::size_t> lengths;
+    std::vector<v3::delta_base> bases{start};  // before each step, and after the last
+    v3::delta_base encoder = start;
+    unsigned char* p = ring.data();
+    for (const step& s : steps) {
+        std::vector<effect> effects;
+        for (const recorded_effect& f : s.effects) effects.push_back(f.effect);
+        unsigned char* end = v3::put_step(p, encoder, s.event, effects, s.error.value_or(event_error::ok));
+        RC_ASSERT(static_cast<std::size_t>(end - p) <= v3::max_step_bytes(effects.size()));
+        lengths.push_back(static_cast<std::size_t>(end - p));
+        bases.push_back(encoder);
+        p = end;
+    }
+    const unsigned char* q = ring.data();
+    v3::delta_base decoder = start;
+    event e;
+    event_error error = event_error::ok;
+    std::vector<effect> effects;
+    for (std::size_t i = 0; i < steps.size(); ++i) {
+        RC_ASSERT(v3::step_bytes(q) == lengths[i]);
+        // From a copy of the base before this step (whatever the steps before left).
+        v3::delta_base copy = bases[i];
+        v3::decode_step(q, copy, e, error, effects);
+        RC_ASSERT(e == steps[i].event);
+        RC_ASSERT(error == steps[i].error.value_or(event_error::ok));
+        RC_ASSERT(effects.size() == steps[i].effects.size());
+        for (std::size_t k = 0; k < effects.size(); ++k) RC_ASSERT(effects[k] == steps[i].effects[k].effect);
+        RC_ASSERT(copy == bases[i + 1]);
+        // And the decoder following the steps from the start agrees all along.
+        v3::decode_step(q, decoder, e, error, effects);
+        RC_ASSERT(decoder == bases[i + 1]);
+        q += lengths[i];
+    }
+    RC_ASSERT(q == p);
+    RC_ASSERT(decoder == encoder);
 }
 
 // ---- Damage: every flip, every truncation -----------------------------------------------
@@ -674,9 +1041,8 @@ TEST(trace_v3_damage, every_truncation_of_a_snapshot_and_gap_file_is_refused_or_
 TEST(trace_v3_damage, every_truncation_of_a_file_of_several_blocks_is_refused_or_cut_at_its_last_whole_block) {
     const trace original = parsed(read(file_bytes(golden_dir() / "contract_example.trace")), "golden");
     const std::span<const step> steps(original.steps);
-    const std::string file = v3::header_bytes(original.config, segment_info{1, 50, 0}, {}) +
-                             block_of(steps.subspan(0, 1)) + block_of(steps.subspan(1, 2)) +
-                             block_of(steps.subspan(3, 5)) + gap_block(9);
+    const std::string file =
+        v3::header_bytes(original.config, segment_info{1, 50, 0}, {}) + blocks_of(steps, {1, 2, 5}) + gap_block(9);
     ASSERT_EQ(layout_of(file).blocks.size(), 4u);
     expect_every_truncation(file, 9);
 }
@@ -781,42 +1147,132 @@ struct record_case {
     std::string message;
 };
 
+// Offsets from the payload's first byte. tick() is 09 00 0a: head, effect count 0,
+// time 5 (zigzag 10).
 TEST(trace_v3_damage, a_record_that_does_not_decode_is_refused_at_its_field) {
-    const std::uint32_t big = 65536;
+    const std::uint64_t big = 65536;
+    const std::uint64_t two32 = std::uint64_t{1} << 32;
+    const std::string ten_ff(9, '\xff');  // the first nine bytes of a ten-byte varint of ones
+    const std::string ten_80(10, '\x80');
     const std::vector<record_case> cases = {
+        // The head: the kind first (bits 0-3).
         {"event kind 14", bytes{}.event(14).b, 1, 0, "event kind 14 is not one of 0..13"},
-        {"event kind 255", bytes{}.event(255).b, 1, 0, "event kind 255 is not one of 0..13"},
-        {"event error 14", bytes{}.event(9, 0, 0, 14).b, 1, 2, "event error 14 is not one of 0..13"},
-        {"non-zero fourth byte", bytes{}.event(9, 0, 0, 0, 1).b, 1, 3, "the event's fourth byte is not zero"},
-        {"flags on a tick", bytes{}.event(9, 0, 1).b, 1, 1, "event flags 1 are not valid for tick"},
-        {"flag 8 on an acquire", bytes{}.event(1, 0, 8).u64(1).u64(2).b, 1, 1, "event flags 8 are not valid for acquire"},
-        {"outcome flag on a spawned", bytes{}.event(5, 0, 1).u32(0).b, 1, 1, "event flags 1 are not valid for spawned"},
-        {"flag 2 on a release", bytes{}.event(4, 0, 2).u32(0).u64(1).b, 1, 1, "event flags 2 are not valid for release"},
-        {"flags on a resize", bytes{}.event(13, 0, 1).u64(2).u64(1).b, 1, 1, "event flags 1 are not valid for resize"},
-        {"event slot 65536", bytes{}.event(5).u32(big).b, 1, 16, "event slot 65536 is not below 65536"},
-        {"checked slot 65536", bytes{}.event(11, 0, 1).u32(big).b, 1, 16, "event slot 65536 is not below 65536"},
-        {"release slot 65536", bytes{}.event(4).u32(big).u64(1).b, 1, 16, "release slot 65536 is not below 65536"},
-        {"effect kind 8", bytes{}.event(9, 1).u8(8).u8(0).b, 1, 16, "effect kind 8 is not one of 0..7"},
-        {"grant slot 65536", bytes{}.event(9, 1).u8(0).u8(0).u64(1).u32(big).u64(1).b, 1, 26,
-         "grant slot 65536 is not below 65536"},
-        {"spawn slot 65536", bytes{}.event(9, 1).u8(2).u8(0).u32(big).b, 1, 18, "effect slot 65536 is not below 65536"},
-        {"a reason on a grant", bytes{}.event(9, 1).u8(0).u8(1).u64(1).u32(0).u64(1).b, 1, 17,
-         "effect reason 1 is not valid for grant"},
-        {"reject reason 5", bytes{}.event(9, 1).u8(1).u8(5).u64(1).b, 1, 17, "effect reason 5 is not valid for reject"},
-        {"retire reason 8", bytes{}.event(9, 1).u8(3).u8(8).u32(0).b, 1, 17, "effect reason 8 is not valid for retire"},
-        {"a reason on closed", bytes{}.event(9, 1).u8(5).u8(1).b, 1, 17, "effect reason 1 is not valid for closed"},
-        {"effect count past the block", bytes{}.event(9, 1).b, 1, 4, "effect count 1 runs past the end of its block"},
-        {"a huge effect count", bytes{}.event(9, 0xffffffffU).u8(5).u8(0).b, 1, 4,
+        {"event kind 15", bytes{}.event(15).b, 1, 0, "event kind 15 is not one of 0..13"},
+        {"a head of 0xff", bytes{}.u8(0xff).u8(1).var(0).zz(5).b, 1, 0, "event kind 15 is not one of 0..13"},
+        {"kind 14 with flags and an error", bytes{}.event(14, 0, 7, 3).b, 1, 0, "event kind 14 is not one of 0..13"},
+        // The error byte (head bit 7).
+        {"event error 14", bytes{}.event(9, 0, 0, 14).b, 1, 1, "event error 14 is not one of 0..13"},
+        {"event error 255", bytes{}.event(9, 0, 0, 255).b, 1, 1, "event error 255 is not one of 0..13"},
+        {"event error 0", bytes{}.event(9, 0, 0, 0).b, 1, 1, "event error 0: no error is written as no error byte"},
+        {"an error bit and no error byte", bytes{}.u8(0x89).b, 1, 1, "event error runs past the end of its block"},
+        // Flags (bits 4-6), checked once the record's fields have decoded.
+        {"flags on a tick", bytes{}.event(9, 0, 1).b, 1, 0, "event flags 1 are not valid for tick"},
+        {"flags 7 on a shutdown", bytes{}.event(10, 0, 7).b, 1, 0, "event flags 7 are not valid for shutdown"},
+        {"flags on a start", bytes{}.event(0, 0, 4).b, 1, 0, "event flags 4 are not valid for start"},
+        {"flags on a cancel", bytes{}.event(2, 0, 1).zz(1).b, 1, 0, "event flags 1 are not valid for cancel"},
+        {"flags on a deregister", bytes{}.event(3, 0, 2).zz(1).b, 1, 0, "event flags 2 are not valid for deregister"},
+        {"outcome flag on a spawned", bytes{}.event(5, 0, 1).var(0).b, 1, 0, "event flags 1 are not valid for spawned"},
+        {"outcome flag on a spawn_failed", bytes{}.event(6, 0, 1).var(0).b, 1, 0, "event flags 1 are not valid for spawn_failed"},
+        {"outcome flag on a retired", bytes{}.event(7, 0, 1).var(0).b, 1, 0, "event flags 1 are not valid for retired"},
+        {"outcome flag on a died", bytes{}.event(8, 0, 1).var(0).b, 1, 0, "event flags 1 are not valid for died"},
+        {"flag 2 on a release", bytes{}.event(4, 0, 2).var(0).zz(1).b, 1, 0, "event flags 2 are not valid for release"},
+        {"flag 4 on a checked", bytes{}.event(11, 0, 4).var(3).b, 1, 0, "event flags 4 are not valid for checked"},
+        {"flags 3 on a reset_done", bytes{}.event(12, 0, 3).var(3).b, 1, 0, "event flags 3 are not valid for reset_done"},
+        {"flags on a resize", bytes{}.event(13, 0, 1).var(2).var(1).b, 1, 0, "event flags 1 are not valid for resize"},
+        {"flags on a tick with an error", bytes{}.event(9, 0, 1, 3).b, 1, 0, "event flags 1 are not valid for tick"},
+        {"bad flags and a bad slot: the slot first", bytes{}.event(5, 0, 1).var(big).b, 1, 3,
+         "event slot 65536 is not below 65536"},
+        // Slots, varints below 65536.
+        {"event slot 65536", bytes{}.event(5).var(big).b, 1, 3, "event slot 65536 is not below 65536"},
+        {"event slot 2^64-1", bytes{}.event(8).var(UINT64_MAX).b, 1, 3,
+         "event slot 18446744073709551615 is not below 65536"},
+        {"checked slot 65536", bytes{}.event(11, 0, 1).var(big).b, 1, 3, "event slot 65536 is not below 65536"},
+        {"reset_done slot 65536", bytes{}.event(12).var(big).b, 1, 3, "event slot 65536 is not below 65536"},
+        {"release slot 65536", bytes{}.event(4).var(big).zz(1).b, 1, 3, "release slot 65536 is not below 65536"},
+        {"an error byte, then slot 65536", bytes{}.event(5, 0, 0, 4).var(big).b, 1, 4, "event slot 65536 is not below 65536"},
+        // Weights and effect counts: at most 2^32-1.
+        {"acquire weight 2^32", bytes{}.event(1, 0, 2).zz(1).zz(2).var(two32).b, 1, 5,
+         "acquire weight 4294967296 is above 2^32-1"},
+        {"acquire weight 2^64-1 after a deadline", bytes{}.event(1, 0, 7).zz(1).zz(2).zz(3).var(UINT64_MAX).var(1).b, 1, 6,
+         "acquire weight 18446744073709551615 is above 2^32-1"},
+        {"effect count 2^32", bytes{}.event(9, two32).b, 1, 1, "effect count 4294967296 is above 2^32-1"},
+        {"effect count 2^64-1", bytes{}.event(9, UINT64_MAX).b, 1, 1, "effect count 18446744073709551615 is above 2^32-1"},
+        {"effect count 2^32 after an error byte", bytes{}.event(9, two32, 0, 3).b, 1, 2, "effect count 4294967296 is above 2^32-1"},
+        // Effect counts running past the block: at the step's event record.
+        {"effect count past the block", bytes{}.event(9, 1).b, 1, 0, "effect count 1 runs past the end of its block"},
+        {"a huge effect count", bytes{}.event(9, 0xffffffffU).effect(5).b, 1, 0,
          "effect count 4294967295 runs past the end of its block"},
-        {"a deadline missing", bytes{}.event(1, 0, 1).u64(1).u64(2).b, 1, 32, "acquire deadline runs past the end of its block"},
-        {"a grant cut short", bytes{}.event(9, 1).u8(0).u8(0).u64(1).u32(0).u8(0).b, 1, 30,
-         "grant lease runs past the end of its block"},
-        {"an event head cut short", bytes{}.tick().b.substr(0, 12), 1, 8, "event time runs past the end of its block"},
-        {"an empty payload", "", 1, 0, "event kind runs past the end of its block"},
-        {"more steps than the count", bytes{}.tick().tick().b, 1, 16, "16 bytes after the block's last step"},
-        {"bytes after the last step", bytes{}.tick().u8(0).b, 1, 16, "1 bytes after the block's last step"},
-        {"fewer steps than the count", bytes{}.tick().b, 2, 16, "the block ends 1 steps short of the count in its header"},
-        {"far fewer steps than the count", bytes{}.tick().tick().b, 7, 32, "the block ends 5 steps short of the count in its header"},
+        {"two effects, one byte left", bytes{}.event(9, 2).effect(5).b, 1, 0, "effect count 2 runs past the end of its block"},
+        {"the second step's effect count past the block", bytes{}.tick().event(9, 3).effect(5).effect(5).b, 2, 3,
+         "effect count 3 runs past the end of its block"},
+        {"one effect more than the count", bytes{}.event(9, 1).effect(5).effect(5).b, 1, 4,
+         "1 bytes after the block's last step"},
+        // Varints: at most 10 bytes, the tenth 0 or 1, in their fewest bytes.
+        {"a varint of 11 bytes", bytes{}.u8(9).u8(0).raw(ten_80).u8(1).b, 1, 2, "event time overflows 64 bits"},
+        {"a tenth byte of 2", bytes{}.u8(9).u8(0).raw(ten_ff).u8(2).b, 1, 2, "event time overflows 64 bits"},
+        {"a tenth byte of 0x81", bytes{}.u8(9).u8(0).raw(ten_ff).u8(0x81).u8(0).b, 1, 2, "event time overflows 64 bits"},
+        {"an effect count of 11 bytes", bytes{}.u8(9).raw(ten_80).u8(0).zz(5).b, 1, 1, "effect count overflows 64 bits"},
+        {"a slot of 11 bytes", bytes{}.event(5).raw(ten_80).u8(0).b, 1, 3, "event slot overflows 64 bits"},
+        {"a weight of 11 bytes", bytes{}.event(1, 0, 2).zz(1).zz(2).raw(ten_80).u8(1).b, 1, 5, "acquire weight overflows 64 bits"},
+        {"a grant lease of 11 bytes", bytes{}.event(9, 1).effect(0).zz(1).var(0).raw(ten_80).u8(1).b, 1, 6,
+         "grant lease overflows 64 bits"},
+        {"a non-minimal time", bytes{}.u8(9).u8(0).u8(0x8a).u8(0).b, 1, 2, "event time is not written in its fewest bytes"},
+        {"2^63-1 in ten bytes", bytes{}.u8(9).u8(0).raw(ten_ff).u8(0).b, 1, 2, "event time is not written in its fewest bytes"},
+        {"zero in two bytes", bytes{}.u8(9).u8(0x80).u8(0).zz(5).b, 1, 1, "effect count is not written in its fewest bytes"},
+        {"a non-minimal slot", bytes{}.event(5).u8(0x81).u8(0x80).u8(0).b, 1, 3, "event slot is not written in its fewest bytes"},
+        {"a non-minimal weight", bytes{}.event(1, 0, 2).zz(1).zz(2).u8(0x83).u8(0).b, 1, 5,
+         "acquire weight is not written in its fewest bytes"},
+        {"a non-minimal waiter delta", bytes{}.event(2).u8(0x82).u8(0).b, 1, 3, "cancel waiter is not written in its fewest bytes"},
+        {"a non-minimal reject waiter", bytes{}.event(9, 1).effect(1).u8(0x80).u8(0).b, 1, 4,
+         "reject waiter is not written in its fewest bytes"},
+        // A varint the block cuts: refused at the byte that is not there.
+        {"a varint cut by the block's end", bytes{}.u8(9).u8(0).u8(0x80).b, 1, 3, "event time runs past the end of its block"},
+        {"a ten-byte varint cut after nine", bytes{}.u8(9).u8(0).raw(ten_ff).b, 1, 11, "event time runs past the end of its block"},
+        // Effect heads: bits 6-7 zero, a reason (bits 3-5) only on a reject or a retire.
+        {"effect head bit 6", bytes{}.event(9, 1).u8(0x45).b, 1, 3, "effect head bits 6 and 7 are not zero"},
+        {"effect head bit 7", bytes{}.event(9, 1).u8(0x85).b, 1, 3, "effect head bits 6 and 7 are not zero"},
+        {"effect head 0xff", bytes{}.event(9, 1).u8(0xff).b, 1, 3, "effect head bits 6 and 7 are not zero"},
+        {"a reason on a grant", bytes{}.event(9, 1).effect(0, 1).zz(1).var(0).zz(1).b, 1, 3,
+         "effect reason 1 is not valid for grant"},
+        {"reject reason 5", bytes{}.event(9, 1).effect(1, 5).zz(1).b, 1, 3, "effect reason 5 is not valid for reject"},
+        {"reject reason 7", bytes{}.event(9, 1).effect(1, 7).zz(1).b, 1, 3, "effect reason 7 is not valid for reject"},
+        {"a reason on a spawn", bytes{}.event(9, 1).effect(2, 1).var(0).b, 1, 3, "effect reason 1 is not valid for spawn"},
+        {"a reason on a leak_suspected", bytes{}.event(9, 1).effect(4, 2).var(0).zz(1).b, 1, 3,
+         "effect reason 2 is not valid for leak_suspected"},
+        {"a reason on closed", bytes{}.event(9, 1).effect(5, 1).b, 1, 3, "effect reason 1 is not valid for closed"},
+        {"a reason on a check", bytes{}.event(9, 1).effect(6, 7).var(0).b, 1, 3, "effect reason 7 is not valid for check"},
+        {"a reason on a reset", bytes{}.event(9, 1).effect(7, 4).var(0).b, 1, 3, "effect reason 4 is not valid for reset"},
+        {"the second effect's reason", bytes{}.event(9, 2).effect(5).effect(5, 1).b, 1, 4, "effect reason 1 is not valid for closed"},
+        {"a reason and a bad slot: the slot first", bytes{}.event(9, 1).effect(2, 1).var(big).b, 1, 4,
+         "effect slot 65536 is not below 65536"},
+        {"grant slot 65536", bytes{}.event(9, 1).effect(0).zz(1).var(big).zz(1).b, 1, 5, "grant slot 65536 is not below 65536"},
+        {"spawn slot 65536", bytes{}.event(9, 1).effect(2).var(big).b, 1, 4, "effect slot 65536 is not below 65536"},
+        {"retire slot 65536", bytes{}.event(9, 1).effect(3, 1).var(big).b, 1, 4, "retire slot 65536 is not below 65536"},
+        {"leak_suspected slot 65536", bytes{}.event(9, 1).effect(4).var(big).zz(1).b, 1, 4,
+         "leak_suspected slot 65536 is not below 65536"},
+        {"check slot 65536", bytes{}.event(9, 1).effect(6).var(big).b, 1, 4, "effect slot 65536 is not below 65536"},
+        {"reset slot 65536", bytes{}.event(9, 1).effect(7).var(big).b, 1, 4, "effect slot 65536 is not below 65536"},
+        // Records cut short by their block.
+        {"an empty payload", "", 1, 0, "event head runs past the end of its block"},
+        {"an event head alone", bytes{}.u8(9).b, 1, 1, "effect count runs past the end of its block"},
+        {"an event without its time", bytes{}.u8(9).u8(0).b, 1, 2, "event time runs past the end of its block"},
+        {"an acquire without its handle", bytes{}.event(1).zz(1).b, 1, 4, "acquire handle runs past the end of its block"},
+        {"a deadline missing", bytes{}.event(1, 0, 1).zz(1).zz(2).b, 1, 5, "acquire deadline runs past the end of its block"},
+        {"a weight missing", bytes{}.event(1, 0, 2).zz(1).zz(2).b, 1, 5, "acquire weight runs past the end of its block"},
+        {"max_leases missing", bytes{}.event(1, 0, 4).zz(1).zz(2).b, 1, 5, "acquire max_leases runs past the end of its block"},
+        {"a release without its lease", bytes{}.event(4).var(0).b, 1, 4, "release lease runs past the end of its block"},
+        {"a resize without min_slots", bytes{}.event(13).var(2).b, 1, 4, "resize min_slots runs past the end of its block"},
+        {"a died without its slot", bytes{}.event(8).b, 1, 3, "event slot runs past the end of its block"},
+        {"a grant cut short", bytes{}.event(9, 1).effect(0).zz(1).var(0).b, 1, 6, "grant lease runs past the end of its block"},
+        {"a leak_suspected cut short", bytes{}.event(9, 2).effect(5).effect(4).var(0).b, 1, 6,
+         "leak_suspected lease runs past the end of its block"},
+        // Steps against the block's count.
+        {"more steps than the count", bytes{}.tick().tick().b, 1, 3, "3 bytes after the block's last step"},
+        {"bytes after the last step", bytes{}.tick().u8(0).b, 1, 3, "1 bytes after the block's last step"},
+        {"fewer steps than the count", bytes{}.tick().b, 2, 3, "the block ends 1 steps short of the count in its header"},
+        {"far fewer steps than the count", bytes{}.tick().tick().b, 7, 6, "the block ends 5 steps short of the count in its header"},
+        {"a count of 2^32-1", bytes{}.tick().b, 0xffffffffU, 3,
+         "the block ends 4294967294 steps short of the count in its header"},
     };
     const std::string head = plain_header();
     const std::size_t payload_at = head.size() + 16;
@@ -826,6 +1282,9 @@ TEST(trace_v3_damage, a_record_that_does_not_decode_is_refused_at_its_field) {
         const std::string expected = std::to_string(payload_at + c.offset) + ": " + c.message;
         EXPECT_EQ(read_summary(file, false), expected);
         EXPECT_EQ(read_summary(file, true), expected);  // a whole block: never a torn tail
+        // The same record in a second block, after a tick: the offset moves with it.
+        const std::string later = head + steps_block(bytes{}.tick().b) + steps_block(c.payload, c.steps);
+        EXPECT_EQ(read_summary(later, false), std::to_string(payload_at + 19 + c.offset) + ": " + c.message);
     }
 }
 
@@ -833,13 +1292,45 @@ TEST(trace_v3_damage, the_well_formed_twins_of_those_records_read) {
     // The same records with the one field put right: what the cases above refuse is
     // that field, not the record around it.
     const std::string head = plain_header();
-    for (const std::string& payload :
-         {bytes{}.event(13).u64(2).u64(1).b, bytes{}.event(5).u32(65535).b, bytes{}.event(4, 0, 1).u32(0).u64(1).b,
-          bytes{}.event(11, 0, 1).u32(3).b, bytes{}.event(12, 0, 1).u32(3).b, bytes{}.event(1, 0, 7).u64(1).u64(2).u64(3).u32(4).u64(5).b,
-          bytes{}.event(9, 1).u8(0).u8(0).u64(1).u32(65535).u64(1).b, bytes{}.event(9, 1).u8(1).u8(4).u64(1).b,
-          bytes{}.event(9, 1).u8(3).u8(7).u32(0).b, bytes{}.event(9, 0, 0, 13).b}) {
-        SCOPED_TRACE(testing::PrintToString(payload));
-        EXPECT_EQ(read_summary(head + steps_block(payload), false), ok_summary(1, {}, {}));
+    const std::string ten_ff(9, '\xff');
+    const std::string nine_80(9, '\x80');
+    struct twin {
+        std::string payload;
+        std::string text;  // the step it reads as, in v2 text
+    };
+    const std::vector<twin> twins = {
+        {bytes{}.event(13).var(2).var(1).b, "@5 resize max_slots=2 min_slots=1"},
+        {bytes{}.event(5).var(65535).b, "@5 spawned slot=65535"},
+        {bytes{}.event(4, 0, 1).var(0).zz(1).b, "@5 release slot=0 lease=1 outcome=dirty"},
+        {bytes{}.event(11, 0, 1).var(3).b, "@5 checked slot=3 outcome=dead"},
+        {bytes{}.event(12, 0, 1).var(3).b, "@5 reset_done slot=3 outcome=failed"},
+        {bytes{}.event(1, 0, 7).zz(1).zz(2).zz(-3).var(UINT32_MAX).var(5).b,
+         "@5 acquire waiter=1 handle=2 deadline=2 weight=4294967295 max_leases=5"},
+        {bytes{}.event(9, 1).effect(0).zz(1).var(65535).zz(1).b, "@5 tick\n= grant waiter=1 slot=65535 lease=1"},
+        {bytes{}.event(9, 1).effect(1, 4).zz(1).b, "@5 tick\n= reject waiter=1 reason=closed"},
+        {bytes{}.event(9, 1).effect(3, 7).var(0).b, "@5 tick\n= retire slot=0 reason=resize"},
+        {bytes{}.event(9, 0, 0, 13).b, "@5 tick\n! not_resetting"},
+        {bytes{}.event(9, 1).effect(5).b, "@5 tick\n= closed"},
+        // Varints at their limits: 2^64-1 (a tenth byte of 1) is a delta of -2^63 as a
+        // zigzag; 2^63 (nine 0x80 and a 1) is 2^62; 127 and 128 either side of a byte.
+        {bytes{}.u8(9).u8(0).raw(ten_ff).u8(1).b, "@9223372036854775808 tick"},
+        {bytes{}.u8(9).u8(0).raw(nine_80).u8(1).b, "@4611686018427387904 tick"},
+        {bytes{}.event(5).var(127).b, "@5 spawned slot=127"},
+        {bytes{}.event(5).var(128).b, "@5 spawned slot=128"},
+        {bytes{}.event(1, 0, 2).zz(1).zz(2).var(UINT32_MAX).b, "@5 acquire waiter=1 handle=2 weight=4294967295"},
+        {bytes{}.u8(9).u8(0).u8(0).b, "@0 tick"},
+    };
+    for (const twin& t : twins) {
+        SCOPED_TRACE(testing::PrintToString(t.payload));
+        const std::string file = head + steps_block(t.payload);
+        EXPECT_EQ(read_summary(file, false), ok_summary(1, {}, {}));
+        const read_result r = v3::read(file, false);
+        if (const auto* tr = std::get_if<trace>(&r)) {
+            const std::string text = v2_text(*tr);
+            const std::string prefix = v2_text(parsed(v3::read(head, false), "the header"));
+            ASSERT_EQ(text.rfind(prefix, 0), 0u);
+            EXPECT_EQ(text.substr(prefix.size()), t.text + "\n");
+        }
     }
 }
 
