@@ -524,7 +524,7 @@ TEST_F(health, a_recording_with_checks_and_resets_replays_identically) {
     const auto last = dumps / std::to_string(dumped - 1);
     const auto files = segment_files(last);
     ASSERT_EQ(files.size(), 1u);
-    const std::string text = file_text(files.front());
+    const std::string text = recording_text(files.front());
     for (const char* kind : {"\n= check slot=", " checked slot=", "\n= reset slot=", " reset_done slot="})
         EXPECT_NE(text.find(kind), std::string::npos) << "the recording has no" << kind;
     for (const char* outcome : {"outcome=alive", "outcome=dead", "outcome=ok", "outcome=failed", "reason=reset_failed"})

@@ -796,7 +796,7 @@ TEST_F(isolation, a_recording_with_caps_and_resizes_replays_identically) {
     EXPECT_EQ(pool->diagnostics().scheduler, counters_of_recording(dir));
     const auto files = segment_files(dir);
     ASSERT_EQ(files.size(), 1u);
-    const std::string text = file_text(files.front());
+    const std::string text = recording_text(files.front());
     for (const char* record : {" resize max_slots=3 min_slots=2", " resize max_slots=1 min_slots=0", "max_leases=1",
                                "reason=resize", "max_leases_per_handle=2", "slot_capacity=3"})
         EXPECT_NE(text.find(record), std::string::npos) << "the recording has no " << record;

@@ -23,6 +23,7 @@
 #include "fairpool/trace/read.hpp"
 #include "fairpool/trace/segment_order.hpp"
 #include "fairpool/trace/snapshots.hpp"
+#include "fairpool/trace/write.hpp"
 
 namespace fairpool::testing {
 
@@ -79,6 +80,16 @@ inline trace::trace read_segment(const std::filesystem::path& p) {
     if (const auto* t = std::get_if<trace::trace>(&read)) return *t;
     ADD_FAILURE() << std::get<trace::read_error>(read).describe(p.string());
     return {};
+}
+
+// A segment file (text v2 or binary v3) as canonical v2 text: what the tests look for
+// records in, whichever format the recorder wrote.
+inline std::string recording_text(const std::filesystem::path& p) {
+    trace::trace t = read_segment(p);
+    t.version = 2;
+    std::ostringstream text;
+    trace::write(text, t);
+    return std::move(text).str();
 }
 
 // The core restored from a segment's snapshot, then fed its events: each must give

@@ -2,14 +2,14 @@
 // The flight recorder's settings (pool_options::recording) and what it reports
 // (pool::recording_status). The recorder is meant to stay on in production: the actor
 // copies each step into a preallocated ring, field by field as the records of trace
-// format v3 (no allocation, no formatting, no I/O; about 40 bytes an event), and a
+// format v3 (no allocation, no formatting, no I/O; a few bytes an event), and a
 // thread the recorder owns copies them from the ring into segment files (binary v3,
 // docs/CONTRACT.md section 7.3, or text v2, section 7.2) that `fairpool-replay` replays
 // one by one or as a chain.
 //
-// Memory: the ring holds ring_bytes plus the largest snapshot (68 bytes a record, at most
+// Memory: the ring holds ring_bytes plus the largest snapshot (72 bytes a record, at most
 // core::max_snapshot_records(config) records) and the largest step past its end,
-// allocated when the pool is made: about 4.3 MiB with the defaults.
+// allocated when the pool is made: about 4.2 MiB with the defaults.
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
@@ -41,7 +41,7 @@ struct recorder_options {
     // writes them only on pool::dump_recording.
     bool memory_only = false;
     // Bytes the ring holds beyond one snapshot of the largest state (a step takes its v3
-    // records' size: an acquire and its grant 54 bytes, a release 28). When the writer
+    // records' size: an acquire, its grant and the release about 14 bytes together). When the writer
     // falls behind and the ring is full, events are lost, never waited for: the segment
     // ends with `gap events=N` and the next one starts with a fresh snapshot. At least
     // 1, at most 2^30 (max_ring_bytes).

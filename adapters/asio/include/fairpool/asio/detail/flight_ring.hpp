@@ -2,7 +2,7 @@
 // The flight recorder's ring: a single-producer single-consumer queue of bytes, into
 // which the actor copies each step as the records of trace format v3 (an event record
 // and its effect records, field by field: fairpool/trace/binary.hpp), and from which the
-// writer copies them into blocks. About 40 bytes an event, where a ring of fixed-size
+// writer copies them into blocks. A few bytes an event, where a ring of fixed-size
 // records took 88 a record: what the actor writes, and what moves between the cores as
 // the writer reads it, is the size of the file.
 //
