@@ -221,6 +221,51 @@ TEST_P(recorder, a_directory_recording_is_dumped_as_copies_of_the_retained_files
     EXPECT_EQ(pool->dump_recording(recording.path()), boost::system::errc::invalid_argument);
 }
 
+// A recording the recorder wrote and its conversions (fairpool-replay --to-text and
+// --to-binary, segment by segment into a directory) are one recording: --check prints
+// the same verdict for each (but the directory's name), the canonical v3 re-encoding of
+// the recorder's files and of their text are byte for byte one, and the text of either
+// is the text of the other. The recorder's blocks are its own (64 KiB, or a drain); the
+// canonical encoding's are 4,096 steps: the same steps either way.
+TEST_P(recorder, a_recording_and_its_conversions_check_alike) {
+    const std::string tool = replay_tool();
+    if (tool.empty()) GTEST_SKIP() << "FAIRPOOL_REPLAY does not name fairpool-replay";
+    scratch_directory recording, text_copy, binary_copy, binary_of_text;
+    pool_options o = options(2, 1);
+    o.recording = in_directory(recording.path(), 60, 100);
+    auto pool = make_pool(o);
+    settle();
+    cycles(*pool, 100);  // 202 events and more: four segments
+    end(pool);
+    const auto converted = [&](const char* mode, const fs::path& from, const fs::path& to) {
+        const auto [status, printed] = run_replay(tool, std::string(mode) + " '" + to.string() + "' '" + from.string() + "'");
+        EXPECT_EQ(status, 0) << printed;
+    };
+    converted("--to-text", recording.path(), text_copy.path());
+    converted("--to-binary", recording.path(), binary_copy.path());
+    converted("--to-binary", text_copy.path(), binary_of_text.path());
+    const auto files = segment_files(recording.path());
+    ASSERT_EQ(files.size(), 4u);
+    const auto verdict = [&](const fs::path& dir) {
+        auto [status, printed] = run_replay_check(tool, dir);
+        EXPECT_EQ(status, 0) << printed;
+        for (std::size_t at; (at = printed.find(dir.string())) != std::string::npos;)
+            printed.replace(at, dir.string().size(), "DIR");
+        return printed;
+    };
+    const std::string recorded = verdict(recording.path());
+    EXPECT_NE(recorded.find(": ok, "), std::string::npos) << recorded;
+    EXPECT_EQ(verdict(text_copy.path()), recorded);
+    EXPECT_EQ(verdict(binary_copy.path()), recorded);
+    for (const fs::path& f : files) {
+        const std::string name = f.filename().string();
+        SCOPED_TRACE(name);
+        EXPECT_EQ(file_text(binary_copy / name), file_text(binary_of_text / name));
+        EXPECT_EQ(recording_text(f), file_text(text_copy / name));
+        EXPECT_EQ(trace::v3::is_binary(file_text(f)), !text());
+    }
+}
+
 TEST_P(recorder, dumping_a_pool_that_does_not_record_is_an_error) {
     scratch_directory dump;
     auto pool = make_pool(options(1, 1));
