@@ -114,19 +114,14 @@ private:
 
     const recorder_options options_;
     const core::config config_;
-    const bool binary_;  // options_.format == binary
 
     std::optional<segment_start> starting_;  // its snapshot still being read
-    std::uint32_t snapshot_left_ = 0;        // records of it still to come
     std::vector<core::snapshot_record> snapshot_;  // text: decoded
     std::vector<unsigned char> snapshot_bytes_;    // binary: as the ring holds them (v3)
-    std::uint32_t snapshot_records_ = 0;
     std::vector<core::effect> effects_;  // text: of the step being formatted
     trace::v3::delta_base base_;         // text: the segment's steps decoded so far
-    bool open_ = false;  // a segment's start was written: steps go to out()
 
     // Directory mode.
-    int file_ = -1;                // the current segment file's descriptor
     std::uint64_t file_size_ = 0;  // its bytes written whole: up to its last whole step
     // Formatted, not written yet: whole steps only between records (a step is added to
     // it once its last effect is read), and a segment's start or a gap.
@@ -137,10 +132,8 @@ private:
     // Binary: the block being filled: its header's room, then whole steps.
     std::vector<unsigned char> block_;
     std::size_t block_end_ = 0;      // bytes used
-    std::uint32_t block_steps_ = 0;  // steps in it
     std::string memory_bytes_;             // memory_only, binary: the current segment
     std::deque<std::uint64_t> retained_;  // segment files present, oldest first
-    bool directory_ready_ = false;
     // Memory mode: the current segment and the one before it.
     std::ostringstream current_;
     std::optional<std::uint64_t> current_number_;
@@ -151,6 +144,15 @@ private:
     std::uint64_t events_written_ = 0;    // in directory mode: steps that reached the file
     std::uint64_t write_errors_ = 0;
     std::string last_error_;
+
+    // The small members together (no padding between the large ones).
+    std::uint32_t snapshot_left_ = 0;     // records of the starting segment's snapshot still to come
+    std::uint32_t snapshot_records_ = 0;  // in that snapshot
+    std::uint32_t block_steps_ = 0;       // binary: steps in block_
+    int file_ = -1;                       // directory mode: the current segment file's descriptor
+    const bool binary_;                   // options_.format == binary
+    bool open_ = false;                   // a segment's start was written: steps go to out()
+    bool directory_ready_ = false;        // directory mode: made, an earlier recording moved aside
     bool failed_ = false;
 };
 
