@@ -32,7 +32,9 @@ std::variant<input, input_error> parsed(const std::string& file, trace::read_res
     return input{file, std::move(std::get<trace::trace>(read))};
 }
 
-std::variant<std::string, input_error> text_of(const std::string& path) {
+}  // namespace
+
+std::variant<std::string, input_error> contents_of(const std::string& path) {
     std::ifstream file;
     if (path != "-") {
         file.open(path, std::ios::binary);
@@ -44,8 +46,10 @@ std::variant<std::string, input_error> text_of(const std::string& path) {
     return std::move(text).str();
 }
 
+namespace {
+
 std::variant<input, input_error> read_one(const std::string& path) {
-    auto text = text_of(path);
+    auto text = contents_of(path);
     if (auto* e = std::get_if<input_error>(&text)) return std::move(*e);
     return parsed(name_of(path), trace::read(std::get<std::string>(text)));
 }
@@ -118,7 +122,7 @@ std::variant<input, input_error, left_out> read_last(const std::string& path, bo
         if (auto* e = std::get_if<input_error>(&one)) return std::move(*e);
         return std::move(std::get<input>(one));
     };
-    auto text = text_of(path);
+    auto text = contents_of(path);
     if (auto* e = std::get_if<input_error>(&text)) return std::move(*e);
     const std::string_view whole = std::get<std::string>(text);
     const std::string file = name_of(path);

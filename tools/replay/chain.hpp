@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string>
 #include <variant>
 #include <vector>
 
@@ -47,6 +48,9 @@ struct inputs {
 // death of its recorder's process: it is read up to the cut, or left out if the cut
 // comes before its first event, with a notice.
 [[nodiscard]] std::variant<inputs, input_error> read_inputs(const std::vector<std::string>& paths);
+
+// A file's bytes, or standard input's for "-".
+[[nodiscard]] std::variant<std::string, input_error> contents_of(const std::string& path);
 
 // The files the paths name: each FILE or "-" as it is, each DIRECTORY's *.trace files in
 // segment order.

@@ -14,16 +14,12 @@
 #include "fairpool/trace/snapshots.hpp"
 #include "fairpool/trace/write.hpp"
 #include "jain_index.hpp"
+#include "quoted.hpp"
 
 namespace fairpool::replay {
 
 namespace {
 
-std::string quoted_effect(const core::effect& f) { return "`= " + trace::format(f) + "`"; }
-
-std::string quoted_error(core::event_error e) {
-    return e == core::event_error::ok ? std::string("no error") : std::string("`! ") + core::to_string(e) + "`";
-}
 
 
 // The machines of a lockstep run, from the chain's snapshot (or from scratch).

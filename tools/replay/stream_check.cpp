@@ -1,41 +1,14 @@
 #include "stream_check.hpp"
 
-#include <cerrno>
-#include <cstring>
 #include <fstream>
-#include <sstream>
 
 #include "fairpool/core/scheduler.hpp"
 #include "fairpool/trace/binary.hpp"
 #include "fairpool/trace/format.hpp"
 #include "fairpool/trace/snapshots.hpp"
+#include "quoted.hpp"
 
 namespace fairpool::replay {
-
-namespace {
-
-std::optional<std::string> bytes_of(const std::string& path, std::string& error) {
-    std::ifstream file(path, std::ios::binary);
-    if (!file) {
-        error = path + ": cannot open: " + std::strerror(errno);
-        return std::nullopt;
-    }
-    std::ostringstream bytes;
-    bytes << file.rdbuf();
-    if (file.bad()) {
-        error = path + ": read error";
-        return std::nullopt;
-    }
-    return std::move(bytes).str();
-}
-
-std::string quoted_effect(const core::effect& f) { return "`= " + trace::format(f) + "`"; }
-
-std::string quoted_error(core::event_error e) {
-    return e == core::event_error::ok ? std::string("no error") : std::string("`! ") + core::to_string(e) + "`";
-}
-
-}  // namespace
 
 std::optional<int> stream_check(const std::vector<std::string>& files, const options& o, std::ostream& out,
                                 std::ostream& err) {
@@ -57,17 +30,17 @@ std::optional<int> stream_check(const std::vector<std::string>& files, const opt
     std::optional<input> previous;  // its header only
     std::uint64_t previous_steps = 0, events = 0, effects_checked = 0;
     std::vector<core::effect> got;
-    std::string error, first_name, last_name;
+    std::string first_name, last_name;
     std::size_t segments = 0;
     std::optional<trace::gap_info> gap;
     for (std::size_t i = 0; i < files.size(); ++i) {
         const std::string& file = files[i];
         const bool last = i + 1 == files.size();
-        const auto bytes = bytes_of(file, error);
-        if (!bytes) return err << error << "\n", 2;
-        trace::v3::cursor c(*bytes, last);
-        auto read = c.read_header();
-        if (auto* e = std::get_if<trace::read_error>(&read)) {
+        const auto read = contents_of(file);
+        if (const auto* e = std::get_if<input_error>(&read)) return err << e->message << "\n", e->status;
+        trace::v3::cursor c(std::get<std::string>(read), last);
+        auto header = c.read_header();
+        if (auto* e = std::get_if<trace::read_error>(&header)) {
             if (c.cut() == 0u && previous) {
                 notices.push_back(file + cut_in_start + "; left out of the recording");
                 break;
@@ -75,7 +48,7 @@ std::optional<int> stream_check(const std::vector<std::string>& files, const opt
             if (c.cut() == 0u) return err << file << cut_in_start << ": nothing to replay\n", 2;
             return err << e->describe(file) << "\n", 2;
         }
-        trace::v3::header& h = std::get<trace::v3::header>(read);
+        trace::v3::header& h = std::get<trace::v3::header>(header);
         input next{file, {}};
         next.trace.version = 3;
         next.trace.config = h.config;

@@ -11,6 +11,7 @@
 #include "fairpool/trace/binary.hpp"
 #include "fairpool/trace/crc32c.hpp"
 #include "fairpool/trace/read.hpp"
+#include "fairpool/trace/snapshots.hpp"
 
 namespace fairpool::trace::v3 {
 
@@ -353,14 +354,9 @@ std::variant<header, read_error> cursor::read_header() {
         rest.fail(rest.at(), std::to_string(size - 4 - rest.at()) + " bytes after the snapshot, before the header checksum");
     if (rest.failure()) return std::move(*rest.failure());
     if (!h.snapshot.empty()) {
-        std::vector<core::snapshot_record> records;
-        records.reserve(h.snapshot.size());
-        for (const snapshot_line& s : h.snapshot) records.push_back(s.record);
-        try {
-            const core::scheduler restored(h.config, records, 0);
-        } catch (const core::snapshot_error& e) {
-            const std::size_t at = e.record() < h.snapshot.size() ? h.snapshot[e.record()].line : size - 4;
-            return read_error{at, "snapshot: " + std::string(e.what()), true};
+        if (const auto refused = refusal_of(h.config, h.snapshot)) {
+            const std::size_t at = refused->record < h.snapshot.size() ? h.snapshot[refused->record].line : size - 4;
+            return read_error{at, "snapshot: " + refused->message, true};
         }
     }
     at_ = size;

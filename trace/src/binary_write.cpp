@@ -5,6 +5,7 @@
 #include "fairpool/trace/binary.hpp"
 #include "fairpool/trace/crc32c.hpp"
 #include "fairpool/trace/format.hpp"
+#include "fairpool/trace/snapshots.hpp"
 
 namespace fairpool::trace::v3 {
 
@@ -225,11 +226,7 @@ std::string header_bytes(const core::config& c, const std::optional<segment_info
 }
 
 std::string encode(const trace& t) {
-    std::string out = header_bytes(t.config, t.segment, [&] {
-        std::vector<core::snapshot_record> records;
-        for (const snapshot_line& l : t.snapshot) records.push_back(l.record);
-        return records;
-    }());
+    std::string out = header_bytes(t.config, t.segment, snapshot_of(t));
     std::vector<core::effect> effects;
     std::vector<unsigned char> block;
     delta_base base;  // zero at the file's start

@@ -31,6 +31,7 @@
 
 #include "fairpool/core/scheduler.hpp"
 #include "fairpool/trace/binary.hpp"
+#include "fairpool/trace/snapshots.hpp"
 #include "schema.hpp"
 
 namespace fairpool::trace {
@@ -337,15 +338,10 @@ private:
     // A snapshot no scheduler with this config could be in is a read error, like an
     // invalid config: restoring one is the check (the core owns the rules).
     void check_snapshot() {
-        std::vector<core::snapshot_record> records;
-        records.reserve(trace_.snapshot.size());
-        for (const snapshot_line& s : trace_.snapshot) records.push_back(s.record);
-        try {
-            const core::scheduler restored(trace_.config, records, 0);
-        } catch (const core::snapshot_error& e) {
-            line_ = e.record() < trace_.snapshot.size() ? trace_.snapshot[e.record()].line
-                                                        : trace_.snapshot.back().line + 1;
-            fail("snapshot: " + std::string(e.what()));
+        if (const auto refused = refusal_of(trace_.config, trace_.snapshot)) {
+            line_ = refused->record < trace_.snapshot.size() ? trace_.snapshot[refused->record].line
+                                                             : trace_.snapshot.back().line + 1;
+            fail("snapshot: " + refused->message);
         }
     }
 
