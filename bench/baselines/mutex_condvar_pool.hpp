@@ -9,8 +9,9 @@
 // function (which Asio's rules for asynchronous operations forbid; it is what wrapping
 // a blocking pool looks like). An Asio server cannot use it when a lease is held
 // across a suspension point: with all io threads parked in acquire, no holder can run
-// to release, and the program deadlocks. The scenarios only hold leases without
-// suspending, so it is measured where it works.
+// to release, and the program deadlocks. The scenarios that hold a lease across a
+// suspension run it on one io thread per worker (scenarios/workers.hpp:
+// io_threads_for), so it is measured where it works.
 //
 // Completing inside the initiating function is also unsafe with use_awaitable (the
 // coroutine resumes inside the initiation, and the awaitable's frame is torn down

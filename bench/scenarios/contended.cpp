@@ -14,40 +14,6 @@
 namespace fairpool_bench {
 namespace {
 
-// What a contended run costs besides its time: handlers run by the io_context, and
-// for fairpool the commands its actor fed per drain.
-struct run_costs {
-    std::size_t handlers = 0;
-    bool both_threads = false;  // each thread ran at least a tenth of the handlers (common.hpp)
-    double commands_per_drain = 0;
-};
-
-template <class Design>
-run_costs contended_once(std::size_t size, int workers, int cycles, int threads, counted_run& run) {
-    asio::io_context io(threads);
-    auto pool = Design::make(io, size);
-    using source_type = decltype(Design::source(*pool));
-    std::vector<source_type> sources;
-    sources.reserve(static_cast<std::size_t>(workers));
-    for (int w = 0; w < workers; ++w) sources.push_back(Design::source(*pool));
-    run.workers_left = workers;
-    for (auto& source : sources) asio::co_spawn(io, counted_worker(source, cycles, run), asio::detached);
-    run_costs costs;
-    const std::uint64_t fed = commands_fed(*pool), drains = drains_run(*pool);
-    const handlers_run ran = run_on(io, threads);
-    costs.handlers = ran.total;
-    costs.both_threads = ran.every_thread;
-    if (run.errors.load() != 0 || run.completed.load() != run.waits.size()) {
-        std::fprintf(stderr, "%s: %d errors, %zu of %zu completed\n", Design::name, run.errors.load(),
-                     run.completed.load(), run.waits.size());
-        std::exit(1);
-    }
-    if (drains_run(*pool) > drains)
-        costs.commands_per_drain =
-            static_cast<double>(commands_fed(*pool) - fed) / static_cast<double>(drains_run(*pool) - drains);
-    return costs;
-}
-
 // `runs` contended runs one after the other on one pool and one thread: the part of a
 // run that repeats (spawning the workers, their cycles) is all that grows with `runs`.
 template <class Design>

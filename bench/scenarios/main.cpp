@@ -12,7 +12,7 @@
 // bench/core_bench.cpp, are Google Benchmark.)
 //
 // Usage: scenarios [--quick] [--reps N]
-//                  [--only round_trip|grid|inversions|tail|tenants|long_hold|recorder|recording_files]
+//                  [--only round_trip|grid|hold_grid|inversions|tail|tenants|long_hold|recorder|recording_files]
 //        scenarios --round-trip-cycles DESIGN N   (only N round trips of one design, no rows:
 //        run under callgrind by bench/round_trip_instructions.py)
 //        scenarios --round-trip-cycles-threaded DESIGN N   (the same, after starting and
@@ -54,7 +54,7 @@ int main(int argc, char** argv) {
         else {
             std::fprintf(stderr,
                          "usage: %s [--quick] [--reps N] "
-                         "[--only round_trip|grid|inversions|tail|tenants|long_hold|recorder|recording_files]\n",
+                         "[--only round_trip|grid|hold_grid|inversions|tail|tenants|long_hold|recorder|recording_files]\n",
                          argv[0]);
             return 2;
         }
@@ -63,6 +63,7 @@ int main(int argc, char** argv) {
     const auto want = [&](std::string_view s) { return only.empty() || only == s; };
     if (want("round_trip")) scenario_round_trip(reps, quick ? 20'000 : 200'000);
     if (want("grid")) scenario_grid(reps, 10);
+    if (want("hold_grid")) scenario_hold_grid(reps, quick);
     if (want("inversions")) scenario_inversions(reps, 10);
     if (want("tail")) scenario_tail(std::min(reps, 3), milliseconds(quick ? 100 : 1000));
     if (want("tenants")) scenario_tenants(reps, milliseconds(quick ? 100 : 300));

@@ -45,6 +45,14 @@ inline constexpr int grid_cycles_per_worker = 10;
 // stayed on one thread and those that ran on both, counted, and each mode's median total.
 void scenario_grid_modes(std::size_t size, int workers, int runs);
 
+// The contended cells (size 4/8/16 × workers 16/64/256; with `quick` only size 4 with 16
+// and 64 workers), grid_cycles_per_worker cycles each, every lease held across one
+// asynchronous operation: a zero-delay post round trip, then a 20 µs timer. The
+// asynchronous designs on 2 threads, the blocking pool on one per worker: total time,
+// per-acquire wait median and p99, handlers per cycle, and fairpool's total over
+// servicing_task's and channel's.
+void scenario_hold_grid(int reps, bool quick);
+
 // How often a later request was served before an earlier one.
 void scenario_inversions(int reps, int cycles);
 

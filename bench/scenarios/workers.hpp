@@ -1,5 +1,6 @@
 #pragma once
-// The coroutine workers the contended scenarios spawn, one per simulated client.
+// The coroutine workers the contended scenarios spawn, one per simulated client, and the
+// runs that spawn them.
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -12,6 +13,7 @@
 #include <cstdlib>
 #include <tuple>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "common.hpp"
@@ -29,8 +31,19 @@ asio::awaitable<typename Source::lease_type> acquire_from(Source& source) {
     co_return lease;
 }
 
-// A fixed number of acquire → release cycles, zero hold: what the grid and the
-// inversion count measure.
+// How a counted worker holds each lease between its grant and its release, as a type
+// (no value in the worker's frame): not at all (no_hold, the grid's), across one
+// zero-delay post round trip (post_hold), or suspended on a timer of `Microseconds`
+// (timer_hold).
+struct no_hold {};
+struct post_hold {};
+template <std::int64_t Microseconds>
+struct timer_hold {
+    static constexpr std::chrono::microseconds duration{Microseconds};
+};
+
+// A fixed number of acquire → hold → release cycles: what the grids and the inversion
+// count measure.
 struct counted_run {
     explicit counted_run(std::size_t n) : waits(n), served(n) {}
     std::vector<std::int64_t> waits;    // per acquire, in service order
@@ -43,7 +56,10 @@ struct counted_run {
     clock_type::time_point start, end;
 };
 
-template <class Source>
+// With no_hold the worker compiles to the loop without a hold (the other branches are
+// discarded). The timer is made per hold, a block-scope local, so that the hold-nothing
+// worker's frame has no timer in it; making it costs every design the same.
+template <class Hold = no_hold, class Source>
 asio::awaitable<void> counted_worker(Source& source, int cycles, counted_run& run) {
     if (!run.started.exchange(true)) run.start = clock_type::now();
     for (int i = 0; i < cycles; ++i) {
@@ -55,9 +71,67 @@ asio::awaitable<void> counted_worker(Source& source, int cycles, counted_run& ru
         run.served[k] = ticket;
         run.waits[k] = ns_between(t0, t1);
         if (!lease) run.errors.fetch_add(1);
+        if constexpr (std::is_same_v<Hold, post_hold>) {
+            co_await asio::post(co_await asio::this_coro::executor, asio::use_awaitable);
+        } else if constexpr (requires { Hold::duration; }) {
+            asio::steady_timer timer(co_await asio::this_coro::executor, Hold::duration);
+            co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
+        } else {
+            static_assert(std::is_same_v<Hold, no_hold>);
+        }
         lease.release();
     }
     if (run.workers_left.fetch_sub(1) == 1) run.end = clock_type::now();
+}
+
+// What a contended run costs besides its time: handlers run by the io_context, and
+// for fairpool the commands its actor fed per drain.
+struct run_costs {
+    std::size_t handlers = 0;
+    bool both_threads = false;  // each thread ran at least a tenth of the handlers (common.hpp)
+    double commands_per_drain = 0;
+};
+
+// One contended run: `workers` counted workers (one source each), `cycles` cycles each,
+// every lease held as Hold says, on `threads` threads.
+template <class Design, class Hold = no_hold>
+run_costs contended_once(std::size_t size, int workers, int cycles, int threads, counted_run& run) {
+    asio::io_context io(threads);
+    auto pool = Design::make(io, size);
+    using source_type = decltype(Design::source(*pool));
+    std::vector<source_type> sources;
+    sources.reserve(static_cast<std::size_t>(workers));
+    for (int w = 0; w < workers; ++w) sources.push_back(Design::source(*pool));
+    run.workers_left = workers;
+    for (auto& source : sources) asio::co_spawn(io, counted_worker<Hold>(source, cycles, run), asio::detached);
+    run_costs costs;
+    const std::uint64_t fed = commands_fed(*pool), drains = drains_run(*pool);
+    const handlers_run ran = run_on(io, threads);
+    costs.handlers = ran.total;
+    costs.both_threads = ran.every_thread;
+    if (run.errors.load() != 0 || run.completed.load() != run.waits.size()) {
+        std::fprintf(stderr, "%s: %d errors, %zu of %zu completed\n", Design::name, run.errors.load(),
+                     run.completed.load(), run.waits.size());
+        std::exit(1);
+    }
+    if (drains_run(*pool) > drains)
+        costs.commands_per_drain =
+            static_cast<double>(commands_fed(*pool) - fed) / static_cast<double>(drains_run(*pool) - drains);
+    return costs;
+}
+
+// The source a design's workers acquire through, and the io threads a run of `workers`
+// workers that hold their leases gets: 2 for the asynchronous designs; one per worker
+// for the blocking pool, the only way it can be used (on 2 threads a spinning holder's
+// workers would never find each other waiting, and holders suspended across an
+// operation would deadlock it: both threads parked in acquire, none left to resume a
+// holder; a suspended holder frees its thread, and with one thread per worker a
+// thread is always left to resume it).
+template <class Design>
+using source_of = decltype(Design::source(std::declval<typename Design::pool_type&>()));
+template <class Design>
+constexpr int io_threads_for(int workers) {
+    return blocking_source<source_of<Design>> ? workers : 2;
 }
 
 // How a timed worker holds its lease: busy on its thread, never suspending (a plain
@@ -122,17 +196,15 @@ auto release_callback([[maybe_unused]] OnRelease& on_release, [[maybe_unused]] s
 // One pool of `size` for `duration`: source i (a handle for fairpool, the pool itself
 // for the baselines) runs workers_per_source[i] timed workers, each holding its leases
 // for hold_per_source[i]; on_grant(i, wait_ns, overtaken) and on_release(i, granted,
-// released) are called from every thread. The asynchronous designs run on 2 threads;
-// the blocking pool gets one thread per worker, the only way it can be used (on 2
-// threads its workers would never find each other waiting; a suspended holder frees
-// its thread, and with one thread per worker a thread is always left to resume it).
+// released) are called from every thread. The asynchronous designs run on 2 threads,
+// the blocking pool on one thread per worker (io_threads_for).
 template <class Design, class Hold, class OnGrant, class OnRelease = no_release>
 void timed_run(std::size_t size, const std::vector<int>& workers_per_source, const std::vector<Hold>& hold_per_source,
                std::chrono::milliseconds duration, OnGrant on_grant, OnRelease on_release = {}) {
-    using source_type = decltype(Design::source(std::declval<typename Design::pool_type&>()));
+    using source_type = source_of<Design>;
     int workers = 0;
     for (const int w : workers_per_source) workers += w;
-    const int threads = blocking_source<source_type> ? workers : 2;
+    const int threads = io_threads_for<Design>(workers);
     asio::io_context io(threads);
     auto pool = Design::make(io, size);
     std::vector<source_type> sources;
