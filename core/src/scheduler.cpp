@@ -122,12 +122,12 @@ step_result scheduler::step(const event& e) {
     effects_.clear();
     if (const event_error error = validate(e); error != event_error::ok) return {error, {}};
     now_ = e.now;
-    if (e.kind == event_kind::start) started_ = true;
     // A phase is entered only when it can do something: the gates live here, once (a
     // steady-state step skips the calls; the phases assert them).
     if (reached(due_, now_)) expire();
     apply(e);
-    if (!idle_order_.empty() && !arrivals_order_.empty()) hand_out();  // it skips waiters behind a cap
+    // Waiters first: a round trip's release (no waiter, the slot now idle) tests one word.
+    if (!arrivals_order_.empty() && !idle_order_.empty()) hand_out();  // it skips waiters behind a cap
     if (spawn_inputs_changed_) plan_spawns();
     if (shutting_down_) close_if_done();
     FAIRPOOL_DEBUG_ASSERT(idle_order_.empty() || eligible_waiters() == 0 ||  // invariant 6
@@ -279,7 +279,7 @@ void scheduler::start_keepalive_checks() {
 
 void scheduler::apply(const event& e) {
     switch (e.kind) {
-        case event_kind::start:
+        case event_kind::start: started_ = true; return;
         case event_kind::tick: return;
         case event_kind::acquire: return acquire(e);
         case event_kind::cancel: return cancel(e.waiter);
@@ -393,7 +393,28 @@ void scheduler::take_back(std::uint32_t s, release_outcome outcome) {
         ++stats_.resets_started;
         return emit(effect::reset(s));
     }
+    // A waiter that step 4 would grant this slot to: straight to it (hand_over).
+    if (!arrivals_order_.empty() && idle_order_.empty() && !idle_bookkeeping_ && eligible_waiters() > 0)
+        return hand_over(s);
     become_idle(s, idle_time::restart);
+}
+
+// A clean release with an eligible waiter queued, no idle slot, and no setting that
+// watches idle slots (no idle bookkeeping, so no check_after_idle either): the slot
+// would become the only idle slot, fresh, and step 4 would grant it to next_waiter() at
+// once. (Idle slots and eligible waiters can meet in a step: a release that brings a
+// handle back under its cap makes its waiters eligible beside the idle slots they could
+// not take; then step 4 grants by the idle order, as always.) This does the same without the idle order in
+// between: the slot's idle time restarts and its verification is now, as become_idle
+// does, and the lease goes to the waiter as grant_queued gives it, the slot staying
+// leased throughout. Same effects, same state, same snapshot: ~100 instructions fewer
+// per contended release (two state changes and the idle order's push and removal).
+void scheduler::hand_over(std::uint32_t s) {
+    slot_record& slot = slots_[s];
+    slot.verified_at = now_;
+    slot.idle_since = now_;
+    ++idle_seq_;  // become_idle's idle_seq for the slot: overwritten by the grant's holder
+    grant_queued<from::leased>(next_waiter(), s);
 }
 
 // The rules of a clean return (release, reset_done ok), in contract order.
@@ -633,6 +654,7 @@ void scheduler::enqueue(const event& e, nanos deadline, std::uint32_t h) {
     ++stats_.queued_waiters;
 }
 
+template <scheduler::from slot_was>
 void scheduler::grant_queued(std::uint32_t w, std::uint32_t s) {
     const waiter_record waiter = waiters_[w];
     handle_record& handle = handles_[waiter.handle];
@@ -653,8 +675,8 @@ void scheduler::grant_queued(std::uint32_t w, std::uint32_t s) {
         }
     }
     ++stats_.grants_after_wait;
-    leave_idle(s);
-    grant(waiter.id, s, waiter.arrived_at, handle_id);
+    if constexpr (slot_was == from::idle) leave_idle(s);
+    grant<slot_was>(waiter.id, s, waiter.arrived_at, handle_id);
     if (counting_leases_) holders_[s] = waiter.handle;
 }
 
@@ -832,12 +854,14 @@ void scheduler::start_check(std::uint32_t s, bool keepalive) {
     emit(effect::check(s));
 }
 
+template <scheduler::from slot_was>
 void scheduler::grant(std::uint64_t waiter_id, std::uint32_t s, nanos arrived_at, std::uint64_t handle_id) {
     FAIRPOOL_DEBUG_ASSERT(waiter_ids_.find(waiter_id) == no_index);  // no longer queued
     FAIRPOOL_ASSERT(now_ >= arrived_at);
     FAIRPOOL_DEBUG_ASSERT(!stale(s));  // invariant 12: a slot granted is fresh
     slot_record& slot = slots_[s];
-    set_state(s, slot_state::leased);
+    if constexpr (slot_was == from::idle) set_state(s, slot_state::leased);
+    else FAIRPOOL_ASSERT(slot.state == slot_state::leased && !slot.leak_unreported);
     slot.lease = ++last_lease_;
     slot.granted_at = now_;
     slot.holder = handle_id;

@@ -182,7 +182,12 @@ private:
     // h: the acquire's handle's index, no_index if the handle is not known.
     void enqueue(const event& e, nanos deadline, std::uint32_t h);
     [[nodiscard]] std::uint32_t next_waiter() const noexcept;
+    // Where the slot of a grant comes from: the idle order, or straight from its release
+    // (hand_over), still leased.
+    enum class from : std::uint8_t { idle, leased };
+    template <from slot_was = from::idle>
     void grant_queued(std::uint32_t waiter, std::uint32_t slot);
+    void hand_over(std::uint32_t slot);
     void reject_queued(std::uint32_t waiter, reject_reason why);
     void remove_waiter(std::uint32_t waiter) noexcept;
     [[nodiscard]] nanos effective_deadline(const event& e) const noexcept;
@@ -217,6 +222,7 @@ private:
     [[nodiscard]] std::uint32_t first_fresh_idle_slot() const noexcept;
     [[nodiscard]] bool stale(std::uint32_t slot) const noexcept;
     [[nodiscard]] std::int64_t uncovered_waiters() const noexcept;
+    template <from slot_was = from::idle>
     void grant(std::uint64_t waiter_id, std::uint32_t slot, nanos arrived_at, std::uint64_t handle_id);
     // Whether becoming idle restarts the idle time (a use ended) or keeps it (a check passed).
     enum class idle_time : std::uint8_t { restart, keep };

@@ -309,15 +309,13 @@ private:
                             std::uint64_t lease) {
         auto* op = static_cast<typed_acquire_operation*>(base);
         op->outcome_ = {ec, slot, lease};
-        // A copy: once posted, the delivery may run on another thread and free the op.
-        const auto executor = op->work_.get_executor();
+        // Copies: once posted, the delivery may run on another thread and free the op.
         if constexpr (std::is_same_v<executor_type, boost::asio::io_context::executor_type>) {
-            return post_to_scheduler(executor, op);
+            return post_to_scheduler(executor_type(op->work_.get_executor()), op);
         } else if constexpr (std::is_same_v<executor_type, boost::asio::any_io_executor>) {
-            if (const auto* io = executor.template target<boost::asio::io_context::executor_type>())
-                return post_to_scheduler(*io, op);
+            if (const auto* io = op->work_.io_executor()) return post_to_scheduler(boost::asio::io_context::executor_type(*io), op);
         }
-        boost::asio::post(executor, delivery{op});
+        boost::asio::post(op->work_.get_executor(), delivery{op});
     }
 
     // The operation itself into the io_context's scheduler, as the executor's execute()
