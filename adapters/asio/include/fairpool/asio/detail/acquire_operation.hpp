@@ -69,10 +69,12 @@ public:
 
     // Its references to the pool's state and to its handle's block. Fed to the scheduler
     // directly and completed in that very step, an operation needs neither before its
-    // completion: the initiating function's caller holds both throughout. Any other
-    // holds both from when it outlives that call (pushed into the mailbox, or queued by
-    // the scheduler), and every operation holds the pool's from its completion on,
-    // which its delivery moves into the lease (slot_keeping.hpp: lease tokens).
+    // completion: the initiating function's caller holds both throughout. Queued by the
+    // scheduler in that step, it holds its block from then on, and the state's from its
+    // completion (pool_drain.hpp: count_queued says why not before). Pushed into the
+    // mailbox, it holds both from then on. Every operation holds the pool's from its
+    // completion on, which its delivery moves into the lease (slot_keeping.hpp: lease
+    // tokens).
     [[nodiscard]] bool holds_pool() const noexcept { return pool_ != nullptr; }
     void hold_pool(std::shared_ptr<void> pool) noexcept { pool_ = std::move(pool); }
     [[nodiscard]] bool holds_block() const noexcept { return block_owner_ != nullptr; }
@@ -280,10 +282,12 @@ private:
 
     // Frees the operation (with what is left of its handler: all of it, unless the
     // delivery moved it out), then counts its delivery; returns its reference to the pool
-    // (held since its completion, or since it outlived its initiating function).
+    // (held since its completion, or since it was pushed into the mailbox; null for one
+    // abandoned while queued, whose state the registry keeps alive meanwhile).
     std::shared_ptr<State> free_delivered(const allocator_type& alloc) noexcept {
-        FAIRPOOL_DEBUG_ASSERT(holds_pool());
         std::shared_ptr<State> state = std::static_pointer_cast<State>(std::move(pool_));
+        State* const pool_state = state_;
+        FAIRPOOL_DEBUG_ASSERT(state == nullptr || state.get() == pool_state);
         handle_block* const b = block();
         const bool was_counted = counted();
         // After a grant the actor owns the block for the lease's time (owner is null).
@@ -293,7 +297,7 @@ private:
             this->~typed_acquire_operation();
             deallocate(alloc, this);
         }
-        state->operation_delivered(b, was_counted);
+        pool_state->operation_delivered(b, was_counted);
         return state;
     }
 
@@ -337,7 +341,8 @@ private:
     outcome outcome_;
     handler_work<executor_type> work_;
     Handler handler_;
-    State* state_;  // kept alive by pool_ (holds_pool) or by the initiating function's caller
+    State* state_;  // kept alive by pool_ (holds_pool), the initiating function's caller, or while
+                    // queued by what runs the drain that completes it (count_queued)
 };
 
 }  // namespace fairpool::detail

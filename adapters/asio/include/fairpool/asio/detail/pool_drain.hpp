@@ -120,12 +120,18 @@ inline std::uint64_t pool_state<Resource, Clock, WaitTraits>::take_acquire(const
 
 // An acquire fed directly and queued by the scheduler now counts as outstanding (its
 // handle's deregistration must reach the waiter); its delivery counts it back. It
-// outlives its initiating function: it holds its references from now on.
+// outlives its initiating function: it holds its handle's block from now on (the handle
+// may go first). It takes no reference to this state: a queued waiter is completed only
+// by a drain, which runs while its caller (or a posted drain) holds one, and gets one
+// then (the slot's lease token at its grant, a new reference at its rejection: perform,
+// complete_rejected); or it is destroyed unrun when the execution context shuts down,
+// while the registry holds one (abandon_pending). That spares an increment and a
+// decrement of the state's reference count, a line every thread writes, per queued
+// acquire.
 template <class Resource, class Clock, class WaitTraits>
 inline void pool_state<Resource, Clock, WaitTraits>::count_queued(acquire_operation* op, caller_refs refs) noexcept {
     admission_.count(op->block());
     if (op->block()) op->hold_block(*refs.block);
-    op->hold_pool(*refs.self);
     op->set_counted();
 }
 

@@ -15,7 +15,10 @@
 // takes back at its release, when the release is fed directly on the pool's executor
 // (keep_token); one released through the mailbox is dropped by its lease, and the
 // slot's next grant takes a new one. A grant to an operation that already holds a
-// reference (it came through the mailbox, or waited) gives the lease that one. Tokens
+// reference (it came through the mailbox) gives the lease that one; a waiter fed
+// directly holds none while queued (pool_drain.hpp: count_queued), so a release fed
+// directly that hands its slot to such a waiter passes the token on: no reference
+// count changes per contended cycle either. Tokens
 // kept by the actor are references from the state to itself: they are dropped when the
 // pool has closed (every lease back: none can be kept again) and when the execution
 // context shuts down; dropped by a drain, they go only after the drain has let the
