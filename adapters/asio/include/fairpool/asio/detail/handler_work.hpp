@@ -87,7 +87,7 @@ public:
     // The io_context's executor the handler runs on, if it is one (null otherwise).
     [[nodiscard]] const io_executor_type* io_executor() const noexcept { return io_ ? &io_->get_executor() : nullptr; }
     [[nodiscard]] boost::asio::any_io_executor get_executor() const noexcept {
-        if (io_) return boost::asio::any_io_executor(io_->get_executor());
+        if (io_) return {io_->get_executor()};
         return other_->get_executor();
     }
 
