@@ -132,7 +132,15 @@ figures run_s4_pause(world& w, bool fence, scenario_timing t) {
     f.converged = f.seconds_to_fair >= 0;
     auto& paused = *w.replicas()[2];
     paused.signal(SIGSTOP);
-    std::this_thread::sleep_for(2 * (w.lease + w.grace));
+    // c's lease runs out (L + G), a and b are granted its share and spawn into it while
+    // c, stopped, still holds its connections: past B without the fence, refused logins
+    // with it. The stop lasts 2 (L + G), and on a loaded machine, where the spawns come
+    // later, until they have come (bounded): waited for, not only slept for.
+    const auto stopped = clock_type::now();
+    f.converged = f.converged && wait_fair(w, {{"a", 20}, {"b", 20}}, stopped, t.converge_limit) >= 0;
+    const auto into_the_share = [&] { return fence ? w.refused_logins() > 0 : w.max_connections() > w.budget(); };
+    while (!into_the_share() && clock_type::now() - stopped < t.converge_limit) std::this_thread::sleep_for(10ms);
+    std::this_thread::sleep_until(std::max(stopped + 2 * (w.lease + w.grace), clock_type::now() + w.refresh));
     paused.signal(SIGCONT);
     // It wakes past its lease: it falls back (to 0) and lets its connections go.
     std::this_thread::sleep_for(w.lease + w.grace);

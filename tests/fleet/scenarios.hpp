@@ -35,7 +35,8 @@ struct scenario_timing {
 // S1 steady state (wants 20/4/2 on 12 -> 6/4/2), S2 a fourth member joins (wants 6),
 // S3 the largest member is killed (kill -9): one fleet, three figures.
 std::vector<figures> run_s1_s2_s3(world& w, bool fence, scenario_timing t = {});
-// S4 a member stopped (SIGSTOP) for 2 (L + G) while the others want its share.
+// S4 a member stopped (SIGSTOP) past L + G while the others want its share, until they
+// have spawned into it (past B without the fence; refused logins with it).
 figures run_s4_pause(world& w, bool fence, scenario_timing t = {});
 // S5 Redis stopped past the lease (members fall back to min(grant, fallback = B / 4)),
 // then restarted empty (learning, then fair shares again).
